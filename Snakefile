@@ -1,0 +1,76 @@
+# depthlab: depth-ablation studies of neural encoders, end to end.
+# See README.md (quick start, figures, cluster) and ../shared/DESIGN.md (blueprint).
+import os
+import sys
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+sys.path.insert(0, workflow.basedir)
+from workflow_scripts.configcheck import check_config
+
+# The embedded default, unless `--configfile` names the config(s) to run: those replace it
+# (Snakemake would otherwise merge mappings such as `recipes:` key by key into the default's).
+# Stack files to combine them: --configfile config/config.yaml mine.yaml
+if not workflow.overwrite_configfiles:
+
+    configfile: os.path.join(workflow.basedir, "config/config.yaml")
+
+
+# Fail before any job with messages naming the key; then validate() fills in defaults.
+try:
+    check_config(config, os.path.join(workflow.basedir, "config/schema.yaml"))
+    if "ladder" in config:
+        check_config(
+            config["ladder"],
+            os.path.join(workflow.basedir, "config/ladder.schema.yaml"),
+            prefix="ladder",
+        )
+except ValueError as e:
+    raise WorkflowError(str(e)) from None
+validate(config, "config/schema.yaml")
+# A config holds one or both studies: the bi-encoder depth study (`recipes:` and its keys)
+# and the depth-utility ladder (`ladder:`).
+HAS_BIENCODER = "recipes" in config
+HAS_LADDER = "ladder" in config
+if HAS_LADDER:
+    validate(config["ladder"], "config/ladder.schema.yaml")
+
+
+include: "rules/common.smk"
+
+
+if HAS_BIENCODER:
+
+    include: "rules/data.smk"
+    include: "rules/train.smk"
+    include: "rules/evaluate.smk"
+    include: "rules/latency.smk"
+    include: "rules/stats.smk"
+    include: "rules/figures.smk"
+    include: "rules/report.smk"
+
+    localrules:
+        stats,
+        latency_summary,
+        figure_depth_vs_budget,
+        figure_per_benchmark_degradation,
+        figure_seed_variance,
+        figure_pareto,
+        report,
+
+
+if HAS_LADDER:
+
+    include: "rules/ladder.smk"
+
+
+localrules:
+    all,
+
+
+rule all:
+    default_target: True
+    input:
+        BIENCODER_OUTPUTS,
+        LADDER_OUTPUTS if HAS_LADDER else [],

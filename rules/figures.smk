@@ -1,0 +1,75 @@
+# Figures: one rule and one target per figure, registered for `snakemake --report`.
+
+FIG_INPUTS = {
+    "stats": expand(
+        "results/stats/{table}.parquet", table=["ci", "seeds", "comparisons"]
+    ),
+    "code": CODE("workflow_scripts/figures.py"),
+}
+FIG_ARGS = f"--stats-dir results/stats --budget-order {' '.join(BUDGET_ORDER)}"
+
+
+rule figure_depth_vs_budget:
+    input:
+        **FIG_INPUTS,
+    output:
+        figure_outputs("depth_vs_budget"),
+    log:
+        "logs/figures/depth_vs_budget.log",
+    conda:
+        CONDA_ENV
+    params:
+        args=FIG_ARGS,
+    shell:
+        "python -m workflow_scripts.figures depth_vs_budget {params.args} --out {output}"
+        " > {log} 2>&1"
+
+
+rule figure_per_benchmark_degradation:
+    input:
+        **FIG_INPUTS,
+    output:
+        figure_outputs("per_benchmark_degradation"),
+    log:
+        "logs/figures/per_benchmark_degradation.log",
+    conda:
+        CONDA_ENV
+    params:
+        args=FIG_ARGS,
+        pair=" ".join(BUDGET_PAIR),
+    shell:
+        "python -m workflow_scripts.figures per_benchmark_degradation {params.args}"
+        " --pair {params.pair} --out {output} > {log} 2>&1"
+
+
+rule figure_seed_variance:
+    input:
+        **FIG_INPUTS,
+    output:
+        figure_outputs("seed_variance"),
+    log:
+        "logs/figures/seed_variance.log",
+    conda:
+        CONDA_ENV
+    params:
+        args=FIG_ARGS,
+    shell:
+        "python -m workflow_scripts.figures seed_variance {params.args} --out {output}"
+        " > {log} 2>&1"
+
+
+rule figure_pareto:
+    input:
+        **FIG_INPUTS,
+        latency="results/latency/summary.parquet",
+    output:
+        figure_outputs("pareto"),
+    log:
+        "logs/figures/pareto.log",
+    conda:
+        CONDA_ENV
+    params:
+        args=FIG_ARGS,
+    shell:
+        "python -m workflow_scripts.figures pareto {params.args} --latency {input.latency}"
+        " --out {output} > {log} 2>&1"

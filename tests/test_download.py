@@ -1,0 +1,297 @@
+"""workflow_scripts.download against a local threaded HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+import threading
+import zipfile
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from workflow_scripts import download as dl
+from workflow_scripts.download import DownloadError, UnsafeArchiveError
+
+FAST = {"backoff": 0.001, "timeout": 5}  # keep retries fast
+
+
+@dataclass
+class Route:
+    body: bytes
+    fail_first: list[int] = field(default_factory=list)  # statuses answered before the body
+    truncate_first: bool = False  # first body response: full Content-Length, half the bytes
+    honor_range: bool = True
+
+
+class Server:
+    def __init__(self):
+        self.routes: dict[str, Route] = {}
+        self.requests: list[tuple[str, str | None]] = []  # (path, Range header)
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.httpd.owner = self
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_port}{path}"
+
+    def ranges(self, path: str) -> list[str | None]:
+        return [r for p, r in self.requests if p == path]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"  # one request per connection: closing = end of body
+
+    def log_message(self, *args):  # keep pytest output quiet
+        pass
+
+    def do_GET(self):
+        srv: Server = self.server.owner
+        rng = self.headers.get("Range")
+        with srv.lock:
+            srv.requests.append((self.path, rng))
+            route = srv.routes.get(self.path)
+            status = route.fail_first.pop(0) if route and route.fail_first else None
+            truncate = bool(route and route.truncate_first)
+            if truncate:
+                route.truncate_first = False
+        if route is None:
+            return self.send_error(404)
+        if status is not None:
+            return self.send_error(status)
+        body, start = route.body, 0
+        if rng and route.honor_range:
+            start = int(rng.removeprefix("bytes=").split("-")[0])
+            if start >= len(body):
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(body)}")
+                self.send_header("Content-Length", "0")
+                return self.end_headers()
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+        else:
+            self.send_response(200)
+        payload = body[start:]
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload[: len(payload) // 2] if truncate else payload)
+
+
+@pytest.fixture
+def server():
+    srv = Server()
+    t = threading.Thread(target=srv.httpd.serve_forever, args=(0.01,), daemon=True)
+    t.start()
+    yield srv
+    srv.httpd.shutdown()
+    srv.httpd.server_close()
+
+
+def make_zip(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def make_gz(lines: list[str]) -> bytes:
+    return gzip.compress("".join(line + "\n" for line in lines).encode(), mtime=0)
+
+
+def md5(b: bytes) -> str:
+    return hashlib.md5(b).hexdigest()
+
+
+def sha256(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+BLOB = make_zip({"beir/corpus.jsonl": b'{"_id": "d1", "text": "x"}\n' * 2000})
+
+
+# ---------------------------------------------------------------------------------------
+def test_success_and_skip_when_present(server, tmp_path):
+    server.routes["/a.zip"] = Route(BLOB)
+    dest = tmp_path / "sub" / "a.zip"
+    assert dl.fetch(server.url("/a.zip"), dest, md5=md5(BLOB), **FAST) == dest
+    assert dest.read_bytes() == BLOB
+    assert not dest.with_name("a.zip.part").exists()
+    # present and matching: no second request
+    dl.fetch(server.url("/a.zip"), dest, sha256=sha256(BLOB), **FAST)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_progress_output(server, tmp_path, capsys, monkeypatch, tty):
+    server.routes["/a.zip"] = Route(BLOB)
+    monkeypatch.setattr(dl.sys.stderr, "isatty", lambda: tty)
+    dl.fetch(server.url("/a.zip"), tmp_path / "a.zip", **FAST)
+    err = capsys.readouterr().err
+    assert ("B/s" in err) if tty else ("a.zip: done:" in err)  # tqdm bar vs log lines
+
+
+def test_checksum_mismatch(server, tmp_path):
+    server.routes["/a.zip"] = Route(BLOB)
+    dest, wrong = tmp_path / "a.zip", "0" * 32
+    with pytest.raises(DownloadError) as e:
+        dl.fetch(server.url("/a.zip"), dest, md5=wrong, **FAST)
+    msg = str(e.value)
+    assert wrong in msg and md5(BLOB) in msg and server.url("/a.zip") in msg
+    assert not dest.exists() and not dest.with_name("a.zip.part").exists()
+
+
+def test_truncated_transfer_is_resumed_with_range(server, tmp_path):
+    server.routes["/a.zip"] = Route(BLOB, truncate_first=True)
+    dest = tmp_path / "a.zip"
+    dl.fetch(server.url("/a.zip"), dest, md5=md5(BLOB), chunk_size=4096, **FAST)
+    assert server.ranges("/a.zip") == [None, f"bytes={len(BLOB) // 2}-"]
+    assert dest.read_bytes() == BLOB
+
+
+def test_server_ignoring_range_restarts_from_zero(server, tmp_path):
+    server.routes["/a.zip"] = Route(BLOB, truncate_first=True, honor_range=False)
+    dest = tmp_path / "a.zip"
+    dl.fetch(server.url("/a.zip"), dest, md5=md5(BLOB), **FAST)
+    assert server.ranges("/a.zip")[1] == f"bytes={len(BLOB) // 2}-"  # asked, but got 200
+    assert dest.read_bytes() == BLOB
+
+
+def test_complete_part_and_416(server, tmp_path):
+    server.routes["/a.zip"] = Route(BLOB)
+    dest = tmp_path / "a.zip"
+    dest.with_name("a.zip.part").write_bytes(BLOB)  # left by a run that died before rename
+    dl.fetch(server.url("/a.zip"), dest, md5=md5(BLOB), **FAST)
+    assert server.ranges("/a.zip") == [f"bytes={len(BLOB)}-"]
+    assert dest.read_bytes() == BLOB
+
+
+def test_server_error_is_retried(server, tmp_path):
+    server.routes["/a.zip"] = Route(BLOB, fail_first=[503])
+    dest = tmp_path / "a.zip"
+    dl.fetch(server.url("/a.zip"), dest, md5=md5(BLOB), **FAST)
+    assert len(server.requests) == 2 and dest.read_bytes() == BLOB
+
+
+def test_retries_are_bounded(server, tmp_path):
+    server.routes["/a.zip"] = Route(BLOB, fail_first=[500] * 10)
+    with pytest.raises(DownloadError, match="500") as e:
+        dl.fetch(server.url("/a.zip"), tmp_path / "a.zip", retries=2, **FAST)
+    assert server.url("/a.zip") in str(e.value)
+    assert len(server.requests) == 3
+
+
+def test_404_fails_at_once(server, tmp_path):
+    with pytest.raises(DownloadError) as e:
+        dl.fetch(server.url("/missing.zip"), tmp_path / "m.zip", retries=5, **FAST)
+    assert server.url("/missing.zip") in str(e.value) and "404" in str(e.value)
+    assert len(server.requests) == 1
+    assert not (tmp_path / "m.zip").exists()
+
+
+def test_cli(server, tmp_path, capsys):
+    server.routes["/a.zip"] = Route(BLOB)
+    dest = tmp_path / "a.zip"
+    assert dl.main([server.url("/a.zip"), str(dest), "--md5", "f" * 32, "--retries", "0"]) == 1
+    assert "checksum mismatch" in capsys.readouterr().err
+    assert dl.main([server.url("/a.zip"), str(dest), "--md5", md5(BLOB)]) == 0
+    assert dest.read_bytes() == BLOB
+
+
+def test_connection_refused_is_retried_then_fails(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port that nobody listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/a.zip"
+    with pytest.raises(DownloadError, match="giving up after 3 attempt") as e:
+        dl.fetch(url, tmp_path / "a.zip", retries=2, **FAST)
+    assert url in str(e.value)
+
+
+# ---------------------------------------------------------------------------------------
+def test_fetch_recorded(server, tmp_path):
+    first, changed = make_gz(["a", "b", "c"]), make_gz(["a", "b", "c", "d"])
+    server.routes["/t.jsonl.gz"] = Route(first)
+    url, dest, rec = server.url("/t.jsonl.gz"), tmp_path / "t.jsonl.gz", tmp_path / "t.json"
+    record = dl.fetch_recorded(url, dest, rec, **FAST)
+    assert record == {"url": url, "sha256": sha256(first), "bytes": len(first), "lines": 3}
+    assert json.loads(rec.read_text()) == record
+    assert list(dl.iter_gzip_lines(dest)) == ["a", "b", "c"]
+
+    # a later download of a changed file fails with both checksums and leaves no file
+    dest.unlink()
+    server.routes["/t.jsonl.gz"] = Route(changed)
+    with pytest.raises(DownloadError) as e:
+        dl.fetch_recorded(url, dest, rec, **FAST)
+    assert sha256(first) in str(e.value) and sha256(changed) in str(e.value)
+    assert not dest.exists() and not dest.with_name("t.jsonl.gz.part").exists()
+
+
+def test_fetch_recorded_checks_expected_lines(server, tmp_path):
+    server.routes["/t.jsonl.gz"] = Route(make_gz(["a", "b"]))
+    dest, rec = tmp_path / "t.jsonl.gz", tmp_path / "t.json"
+    with pytest.raises(DownloadError, match="expected 3 lines, got 2"):
+        dl.fetch_recorded(server.url("/t.jsonl.gz"), dest, rec, expected_lines=3, **FAST)
+    assert not dest.exists() and not rec.exists()
+    assert dl.main([server.url("/t.jsonl.gz"), str(dest), "--record", str(rec),
+                    "--expect-lines", "2"]) == 0
+    assert json.loads(rec.read_text())["lines"] == 2
+
+
+# ---------------------------------------------------------------------------------------
+def test_extract_zip(tmp_path):
+    z = tmp_path / "n.zip"
+    z.write_bytes(make_zip({"nfcorpus/corpus.jsonl": b"c", "nfcorpus/qrels/test.tsv": b"q",
+                            "other.txt": b"o"}))
+    out = dl.extract_zip(z, tmp_path / "out", members_prefix="nfcorpus/")
+    assert (out / "corpus.jsonl").read_bytes() == b"c"
+    assert (out / "qrels" / "test.tsv").read_bytes() == b"q"
+    assert not (out / "other.txt").exists()
+    full = dl.extract_zip(z, tmp_path / "full")
+    assert (full / "nfcorpus" / "corpus.jsonl").exists() and (full / "other.txt").exists()
+
+
+@pytest.mark.parametrize("bad", ["../evil.txt", "a/../../evil.txt", "/abs.txt",
+                                 "..\\evil.txt", "C:/evil.txt"])
+def test_extract_zip_rejects_traversal(tmp_path, bad):
+    z = tmp_path / "bad.zip"
+    z.write_bytes(make_zip({"ok.txt": b"ok", bad: b"evil"}))
+    (tmp_path / "x").mkdir()
+    with pytest.raises(UnsafeArchiveError):
+        dl.extract_zip(z, tmp_path / "x" / "out")
+    assert not (tmp_path / "x" / "out").exists() and not (tmp_path / "evil.txt").exists()
+    assert list((tmp_path / "x").iterdir()) == []  # no temporary directory left behind
+
+
+def _make_tar(path, members: dict[str, bytes]):
+    with tarfile.open(path, "w:gz") as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+
+
+def test_extract_tar(tmp_path):
+    t = tmp_path / "c.tar.gz"
+    _make_tar(t, {"cifar-10-batches-bin/data_batch_1.bin": b"\x01\x02"})
+    out = dl.extract_tar(t, tmp_path / "out")
+    assert (out / "cifar-10-batches-bin" / "data_batch_1.bin").read_bytes() == b"\x01\x02"
+
+    bad = tmp_path / "bad.tar.gz"
+    _make_tar(bad, {"ok.bin": b"ok", "../evil.bin": b"evil"})
+    with pytest.raises(UnsafeArchiveError):
+        dl.extract_tar(bad, tmp_path / "out2")
+    assert not (tmp_path / "out2").exists() and not (tmp_path / "evil.bin").exists()
+
+
+def test_constants():
+    assert dl.beir_url("scifact").endswith("/BEIR/datasets/scifact.zip")
+    assert set(dl.BEIR_MD5) == {"nfcorpus", "scifact", "fiqa"}
+    assert all(len(v) == 32 for v in [*dl.BEIR_MD5.values(), dl.CIFAR10_MD5])
+    assert dl.MSMARCO_TRIPLES_LINES == 499_184

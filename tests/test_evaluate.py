@@ -1,0 +1,61 @@
+"""Metrics follow trec_eval semantics (pytrec_eval), every query is kept, search is exact."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from workflow_scripts import evaluate
+
+
+def test_ndcg_recall_map_by_hand():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1, "c": 2}, "q3": {"z": 1}}
+    run = {"q1": {"x": 0.9, "a": 0.8, "y": 0.1},  # hit at rank 2
+           "q2": {"c": 0.7, "b": 0.6},  # ideal order
+           "q3": {"x": 0.5}}  # relevant never retrieved
+    df = evaluate.per_query_metrics(qrels, run).set_index("query_id")
+    assert df.loc["q1", "ndcg@10"] == pytest.approx(1 / math.log2(3))
+    assert df.loc["q1", "mrr@10"] == pytest.approx(0.5)
+    assert df.loc["q1", "map@100"] == pytest.approx(0.5)
+    assert df.loc["q2", "ndcg@10"] == pytest.approx(1.0)
+    assert df.loc["q2", "recall@100"] == pytest.approx(1.0)
+    assert df.loc["q3"].drop("query_id", errors="ignore").eq(0).all()
+    assert list(df.index) == ["q1", "q2", "q3"]
+
+
+def test_query_missing_from_run_scores_zero():
+    df = evaluate.per_query_metrics({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1.0}})
+    assert df.set_index("query_id").loc["q2"].eq(0).all()
+
+
+def test_mrr_at_10_ignores_hits_below_rank_10():
+    docs = {f"d{i:02d}": 1.0 - i / 100 for i in range(12)}
+    df = evaluate.per_query_metrics({"q": {"d10": 1}}, {"q": docs})  # hit at rank 11
+    assert df["mrr@10"].iloc[0] == 0.0
+    df = evaluate.per_query_metrics({"q": {"d09": 1}}, {"q": docs})  # rank 10
+    assert df["mrr@10"].iloc[0] == pytest.approx(0.1)
+
+
+def test_ties_are_broken_by_trec_eval_rule():
+    # Equal scores: trec_eval orders by document id (descending), so "b" ranks before "a".
+    df = evaluate.per_query_metrics({"q": {"a": 1}}, {"q": {"a": 0.5, "b": 0.5}})
+    assert df["mrr@10"].iloc[0] == pytest.approx(0.5)
+
+
+def test_search_is_exact_top_k():
+    rng = np.random.default_rng(0)
+    q, d = rng.normal(size=(7, 16)), rng.normal(size=(50, 16))
+    scores, idx = evaluate.search(q, d, top_k=5, chunk=3)
+    qn = q / np.linalg.norm(q, axis=1, keepdims=True)
+    dn = d / np.linalg.norm(d, axis=1, keepdims=True)
+    full = qn @ dn.T
+    expected = np.argsort(-full, axis=1)[:, :5]
+    np.testing.assert_array_equal(idx, expected)
+    np.testing.assert_allclose(scores, np.take_along_axis(full, expected, 1), rtol=1e-5)
+
+
+def test_doc_texts_join_title_like_beir():
+    assert evaluate.doc_texts({"a": {"title": "T", "text": "x"}, "b": {"title": "", "text": "y"}}
+                              ) == ["T x", "y"]

@@ -1,0 +1,104 @@
+"""The stats stage on synthetic per-query evaluations with a planted effect."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workflow_scripts import contracts, figures, report, stats
+
+
+def _write_evals(tmp_path, effect=0.15, seeds=(1, 2, 3), recipes=("short", "long")):
+    rng = np.random.default_rng(0)
+    paths = []
+    n_q = 80
+    difficulty = {b: rng.uniform(0, 0.5, n_q) for b in ("b1", "b2")}
+
+    def write(recipe, depth, seed, bench, shift):
+        score = np.clip(difficulty[bench] + shift + rng.normal(0, 0.1, n_q), 0, 1)
+        df = pd.DataFrame({"query_id": [f"q{i}" for i in range(n_q)], "ndcg@10": score,
+                           "recall@100": score, "map@100": score,
+                           "mrr@10": (score > 0.6).astype(float)})
+        df = df.assign(recipe=recipe, strategy="top", depth=depth, seed=seed, benchmark=bench)
+        p = tmp_path / f"{recipe}_{depth}_{seed}_{bench}.parquet"
+        df.to_parquet(p)
+        paths.append(p)
+
+    for depth in (1, 2, 3):
+        for bench in ("b1", "b2"):
+            write("base", depth, -1, bench, 0.02 * depth)
+            for i, recipe in enumerate(recipes):
+                for seed in seeds:
+                    write(recipe, depth, seed, bench, 0.02 * depth + effect + 0.03 * i)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    d = tmp_path_factory.mktemp("stats")
+    paths = _write_evals(d)
+    return d, stats.run(paths, d / "out", nboot=300, seed=0, budget_order=["short", "long"])
+
+
+def test_ci_rows_cover_every_arm_and_benchmark(tables):
+    _, t = tables
+    ci = t["ci"]
+    assert len(ci) == 3 * 3 * 3  # (base, short, long) x depths x (b1, b2, all)
+    base = ci[ci.recipe == "base"]
+    assert (base["resample"] == "examples").all() and (base.n_seeds == 1).all()
+    trained = ci[ci.recipe != "base"]
+    assert (trained["resample"] == "seeds,examples").all()
+
+
+def test_planted_training_effect_is_detected_with_its_interval(tables):
+    _, t = tables
+    c = t["comparisons"]
+    tb = c[(c.kind == "trained_vs_base") & (c.benchmark == "all") & (c["resample"] != "seeds")]
+    assert len(tb) == 2 * 3 * 2  # recipes x depths x (joint, examples-only)
+    assert (tb.design == "single-baseline").all()
+    assert (tb.ci_low > 0.08).all() and (tb.p_value <= 1 / 300 + 1e-12).all()
+    rec = c[(c.kind == "recipe") & (c.benchmark == "all")]
+    assert set(rec.design) == {"paired"} and set(rec["resample"]) == {
+        "seeds,examples", "seeds", "examples"}
+    joint = rec[rec["resample"] == "seeds,examples"]
+    assert joint.estimate.between(0.02, 0.04).all()
+    assert joint.equivalent.notna().all()
+
+
+def test_designs_follow_the_seeds():
+    a = stats.Arm("x", "top", 1, (1, 2), {})
+    assert stats.design_for(a, stats.Arm("y", "top", 1, (1, 2), {})) == "paired"
+    assert stats.design_for(a, stats.Arm("y", "top", 1, (3, 4), {})) == "unpaired"
+    one = stats.Arm("y", "top", 1, (42,), {})
+    assert stats.design_for(one, a) == "single-baseline"
+
+
+def test_missing_seed_query_is_an_error(tmp_path):
+    paths = _write_evals(tmp_path)
+    df = pd.read_parquet(paths[1]).iloc[:-1]  # drop one query of one seed
+    df.to_parquet(paths[1])
+    with pytest.raises(contracts.DataError, match="do not share one query set"):
+        stats.run(paths, tmp_path / "out", nboot=200)
+
+
+def test_figures_and_report_render_from_the_tables(tables, tmp_path):
+    d, t = tables
+    st = figures.load_stats(d / "out")
+    latency = pd.DataFrame({"run": 0, "depth": [1, 2, 3], "p50_ms": [5.0, 9.0, 13.0],
+                            "iqr_ms": 0.1, "p90_ms": 6.0, "calls": 10})
+    lat_path = tmp_path / "lat.parquet"
+    latency.to_parquet(lat_path)
+    for name, fig in [("a", figures.depth_vs_budget(st, order=["short", "long"])),
+                      ("b", figures.per_benchmark_degradation(st, ["short", "long"])),
+                      ("c", figures.seed_variance(st, order=["short", "long"])),
+                      ("d", figures.pareto(st, latency, ["short", "long"]))]:
+        figures.save(fig, [tmp_path / f"{name}.png"])
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+    md = report.build(d / "out", lat_path)
+    assert "| long | top | 2 |" in md and "Resampling ablation" in md
+
+
+def test_pareto_front_drops_dominated_points():
+    pts = pd.DataFrame({"p50_ms": [1, 2, 3, 4], "estimate": [0.1, 0.3, 0.2, 0.4]})
+    assert figures.pareto_front(pts).estimate.tolist() == [0.1, 0.3, 0.4]

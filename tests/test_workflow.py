@@ -1,0 +1,190 @@
+"""The workflow end to end on a tiny config, dry-run job counts, staleness and config errors."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import ROOT, job_counts, snakemake
+
+from workflow_scripts import contracts
+
+TINY_BENCHMARKS = ["tiny-a", "tiny-b"]
+
+
+def tiny_config(model_dir) -> dict:
+    """Two depths, two budgets, two seeds, two tiny benchmarks, a tiny ladder."""
+    return {
+        "base_model": str(model_dir),
+        "depths": [1, 2],
+        "strategies": ["top"],
+        "max_seq_length": 32,
+        "recipes": {
+            "r1": {"batch_size": 4, "steps": 2, "lr": 1e-3, "warmup": 0, "seeds": [1, 2]},
+            "r4": {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 0, "seeds": [1, 2]},
+        },
+        "train_data": "tiny-train",
+        "benchmarks": TINY_BENCHMARKS,
+        "datasets": {
+            "tiny-train": {"source": "docstrings", "packages": ["numpy"], "max_triples": 64},
+            "tiny-a": {"source": "docstrings", "packages": ["pandas"], "max_queries": 12,
+                       "max_docs": 30, "seed": 0},
+            "tiny-b": {"source": "docstrings", "packages": ["pandas"], "max_queries": 12,
+                       "max_docs": 30, "seed": 1},
+        },
+        "eval": {"top_k": 10, "batch_size": 16, "min_queries": 10},
+        "latency": {"runs": 1, "batch_size": 4, "seq_len": 16, "warmup_calls": 2,
+                    "rounds": 2, "calls_per_round": 2},
+        "stats": {"nboot": 200, "seed": 0},
+        "figures": {"budget_pair": ["r1", "r4"], "formats": ["png"]},
+        "ladder": {
+            "dataset": {"name": "digits", "n_train": 100, "n_test": 60, "split_seed": 0},
+            "configs": [{"name": "t", "d": 8, "L": 2}],
+            "methods": ["bp"],
+            "seeds": [1, 2],
+            "train": {"epochs": 2, "batch_size": 32},
+            "crosscheck": False,
+            "stats": {"nboot": 200},
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, tiny_model):
+    """The whole DAG once, on the tiny config, in a temp dir."""
+    wd = tmp_path_factory.mktemp("tiny_study")
+    cfg = wd / "tiny.yaml"
+    cfg.write_text(yaml.safe_dump(tiny_config(tiny_model)))
+    proc = snakemake(wd, "--configfile", str(cfg), "--cores", "2")
+    return wd, cfg, proc
+
+
+@pytest.mark.slow
+def test_tiny_study_runs_end_to_end(tiny_run):
+    wd, cfg, proc = tiny_run
+    counts = job_counts(proc.stdout + proc.stderr)
+    assert counts["train"] == 2 * 2 * 2  # recipes x depths x seeds
+    assert counts["evaluate_trained"] == 8 * len(TINY_BENCHMARKS)
+    assert counts["evaluate_base"] == 2 * len(TINY_BENCHMARKS)
+    for recipe in ("r1", "r4"):
+        for depth in (1, 2):
+            model = wd / f"checkpoints/{recipe}/top{depth}/seed1"
+            assert (model / "model.safetensors").exists()
+            summary = json.loads((model / "train_summary.json").read_text())
+            assert summary["steps"] == {"r1": 2, "r4": 8}[recipe]
+    # Every test query appears in every evaluation, also those scoring 0.
+    n_queries = {b: len(contracts.load_queries(wd / f"data/beir/{b}/queries.jsonl"))
+                 for b in TINY_BENCHMARKS}
+    df = contracts.read_eval(wd / "results/eval/r4/top2/seed2/tiny-b.parquet")
+    assert len(df) == n_queries["tiny-b"] == 12
+    assert set(df.columns) >= {"query_id", *contracts.METRICS, *contracts.RUN_KEYS}
+    assert df["recipe"].eq("r4").all() and df["seed"].eq(2).all()
+    base = contracts.read_eval(wd / "results/eval/base/top1/tiny-a.parquet")
+    assert base["seed"].eq(-1).all() and len(base) == n_queries["tiny-a"]
+    ci = pd.read_parquet(wd / "results/stats/ci.parquet")
+    assert set(ci.benchmark) == {*TINY_BENCHMARKS, "all"}
+    assert (ci.ci_low <= ci.estimate).all() and (ci.estimate <= ci.ci_high).all()
+    comp = pd.read_parquet(wd / "results/stats/comparisons.parquet")
+    assert set(comp.kind) == {"trained_vs_base", "depth", "recipe"}
+    lat = contracts.read_latency(wd / "results/latency/run0.parquet")
+    assert set(lat.depth) == {1, 2}
+    for name in ("depth_vs_budget", "per_benchmark_degradation", "seed_variance", "pareto"):
+        assert (wd / f"results/figures/{name}.png").stat().st_size > 10_000
+    results = (wd / "results/RESULTS.md").read_text()
+    for heading in ("Mean ndcg@10 with 95% Multi-Bootstrap CI", "Training vs the untrained",
+                    "Latency ladder", "Data"):
+        assert heading in results
+    assert (wd / "results/figures/depth_ladder.png").exists()
+    assert list((wd / "logs/train").rglob("*.log"))
+
+
+@pytest.mark.slow
+def test_rerun_has_nothing_to_do(tiny_run):
+    wd, cfg, _ = tiny_run
+    proc = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "-n")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_changed_benchmark_reruns_only_its_evaluations(tiny_run):
+    wd, cfg, _ = tiny_run
+    queries = wd / "data/beir/tiny-a/queries.jsonl"
+    rows = [json.loads(line) for line in queries.read_text().splitlines()]
+    rows[0]["text"] = "Compute the arithmetic mean of the values"  # new content, same ids
+    queries.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = contracts.read_eval(wd / "results/eval/r1/top1/seed1/tiny-b.parquet")
+
+    dry = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "-n")
+    counts = job_counts(dry.stdout + dry.stderr)
+    assert counts.get("train", 0) == 0 and counts.get("docstring_benchmark", 0) == 0
+    assert counts["evaluate_trained"] == 8  # every trained model, on tiny-a only
+    assert counts["evaluate_base"] == 2
+    assert {"stats", "report"} <= set(counts)
+    planned = re.findall(r"output: (results/eval/\S+\.parquet)", dry.stdout)
+    assert len(planned) == 10 and all(p.endswith("/tiny-a.parquet") for p in planned)
+
+    snakemake(wd, "--configfile", str(cfg), "--cores", "2")
+    after = contracts.read_eval(wd / "results/eval/r1/top1/seed1/tiny-b.parquet")
+    pd.testing.assert_frame_equal(before, after)  # the other benchmark was not redone
+
+
+def _expected_counts(cfg: dict) -> dict[str, int]:
+    n_models = sum(len(r["seeds"]) for r in cfg["recipes"].values()) * len(
+        cfg["depths"]) * len(cfg["strategies"])
+    n_bench = len(cfg["benchmarks"])
+    return {
+        "train": n_models,
+        "evaluate_trained": n_models * n_bench,
+        "evaluate_base": len(cfg["depths"]) * len(cfg["strategies"]) * n_bench,
+        "docstring_benchmark": n_bench,
+        "latency_run": cfg["latency"]["runs"],
+        "stats": 1, "report": 1, "figure_pareto": 1, "figure_depth_vs_budget": 1,
+        "figure_seed_variance": 1, "figure_per_benchmark_degradation": 1,
+    }
+
+
+def test_dry_run_lists_every_job_of_the_default_config(tmp_path):
+    proc = snakemake(tmp_path, "-n", "--cores", "2")
+    counts = job_counts(proc.stdout + proc.stderr)
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    for rule, n in _expected_counts(cfg).items():
+        assert counts.get(rule) == n, (rule, counts)
+    assert counts["docstring_triples"] == 1
+    assert counts["latency_summary"] == 1
+    assert {r for r in counts if r.startswith("ladder_train")}
+
+
+def _set(cfg, path, value):
+    *parents, last = path
+    for key in parents:
+        cfg = cfg[key]
+    cfg[last] = value
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (["depths"], [1, "two"], "config key depths[1]: 'two' is not of type 'integer'"),
+    (["recipes", "short", "stepz"], 3, "config key recipes.short: Additional properties"),
+    (["frobnicate"], 1, "'frobnicate' was unexpected"),
+    (["recipes", "long", "lr"], "fast", "config key recipes.long.lr: 'fast' is not of type"),
+    (["benchmarks"], ["nope"], "config key benchmarks[0]: 'nope' is not in the datasets"),
+    (["ladder", "seeds"], "42", "config key ladder.seeds: '42' is not of type 'array'"),
+])
+def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, path, value, message):
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    _set(cfg, path, value)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(bad), check=False)
+    assert proc.returncode != 0
+    assert message in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_config_may_hold_only_one_study(tmp_path):
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile",
+                     str(ROOT / "config/ladder.yaml"))
+    counts = job_counts(proc.stdout + proc.stderr)
+    assert counts["ladder_train"] == 72 and "train" not in counts

@@ -1,0 +1,212 @@
+"""Data contracts shared by every stage: atomic writes, BEIR-format I/O, parquet schemas.
+
+Stages import this module and nothing of each other's internals. It imports only the
+standard library, numpy and pandas, so that cheap stages (stats, figures) stay cheap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+
+METRICS = ("ndcg@10", "recall@100", "map@100", "mrr@10")
+RUN_KEYS = ("recipe", "strategy", "depth", "seed", "benchmark")
+LATENCY_COLUMNS = (
+    "run", "depth", "round", "batch_size", "seq_len", "device", "seconds", "event_seconds",
+)
+
+
+class DataError(ValueError):
+    """Bad input data; the message names the file and, where known, the line."""
+
+
+# ---------------------------------------------------------------------------------------
+# Atomic writes: a reader (or a rerun after a crash) never sees a half-written file.
+# ---------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to `path`; rename it over `path` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary directory next to `path`; swap it into place only on success."""
+    import shutil
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
+def write_text(path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json(path, obj) -> None:
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def _json_default(o):
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def write_parquet(path, df: pd.DataFrame) -> None:
+    with atomic_path(path) as tmp:
+        df.to_parquet(tmp, index=False)
+
+
+def write_jsonl(path, rows) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+# ---------------------------------------------------------------------------------------
+# BEIR format: corpus.jsonl ({_id, title, text}), queries.jsonl ({_id, text}),
+# qrels/test.tsv (query-id, corpus-id, score with a header line).
+# Our own reader instead of beir.datasets.data_loader: importing beir costs 12-14 s per
+# job (FACTS.md). tests/test_contracts.py checks that both read the same data.
+# ---------------------------------------------------------------------------------------
+def read_jsonl(path, required: tuple[str, ...]) -> list[dict]:
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{path}:{lineno}: expected a JSON object")
+            missing = [k for k in required if k not in row]
+            if missing:
+                raise DataError(f"{path}:{lineno}: missing key(s) {', '.join(missing)}")
+            rows.append(row)
+    return rows
+
+
+def load_corpus(path) -> dict[str, dict[str, str]]:
+    corpus: dict[str, dict[str, str]] = {}
+    for row in read_jsonl(path, ("_id", "text")):
+        doc_id = str(row["_id"])
+        if doc_id in corpus:
+            raise DataError(f"{path}: duplicate document id {doc_id!r}")
+        corpus[doc_id] = {"title": str(row.get("title") or ""), "text": str(row["text"])}
+    return corpus
+
+
+def load_queries(path) -> dict[str, str]:
+    queries: dict[str, str] = {}
+    for row in read_jsonl(path, ("_id", "text")):
+        qid = str(row["_id"])
+        if qid in queries:
+            raise DataError(f"{path}: duplicate query id {qid!r}")
+        queries[qid] = str(row["text"])
+    return queries
+
+
+def load_qrels(path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.reader(f, delimiter="\t")
+        header = next(reader, None)
+        if header is None:
+            raise DataError(f"{path}: empty qrels file")
+        for lineno, row in enumerate(reader, 2):
+            if not row:
+                continue
+            if len(row) != 3:
+                raise DataError(f"{path}:{lineno}: expected 3 tab-separated fields, got {len(row)}")
+            qid, did, score = row
+            try:
+                qrels.setdefault(qid, {})[did] = int(score)
+            except ValueError:
+                raise DataError(f"{path}:{lineno}: score {score!r} is not an integer") from None
+    return qrels
+
+
+def load_beir(folder, split: str = "test"):
+    """(corpus, queries, qrels) of a BEIR folder, keeping only queries that have qrels,
+    as beir's GenericDataLoader does; checks that every judged document exists."""
+    folder = Path(folder)
+    corpus = load_corpus(folder / "corpus.jsonl")
+    queries = load_queries(folder / "queries.jsonl")
+    qrels_path = folder / "qrels" / f"{split}.tsv"
+    qrels = load_qrels(qrels_path)
+    missing_q = sorted(set(qrels) - set(queries))
+    if missing_q:
+        raise DataError(f"{qrels_path}: query id {missing_q[0]!r} is not in queries.jsonl")
+    for qid, docs in qrels.items():
+        for did in docs:
+            if did not in corpus:
+                raise DataError(f"{qrels_path}: document id {did!r} (query {qid!r}) "
+                                "is not in corpus.jsonl")
+    queries = {qid: text for qid, text in queries.items() if qid in qrels}
+    return corpus, queries, qrels
+
+
+def write_beir(folder, corpus: dict, queries: dict, qrels: dict, split: str = "test") -> None:
+    folder = Path(folder)
+    write_jsonl(folder / "corpus.jsonl",
+                ({"_id": d, "title": v.get("title", ""), "text": v["text"]}
+                 for d, v in corpus.items()))
+    write_jsonl(folder / "queries.jsonl", ({"_id": q, "text": t} for q, t in queries.items()))
+    lines = ["query-id\tcorpus-id\tscore"]
+    lines += [f"{q}\t{d}\t{s}" for q, docs in qrels.items() for d, s in docs.items()]
+    write_text(folder / "qrels" / f"{split}.tsv", "\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------------------------------
+# Parquet contracts
+# ---------------------------------------------------------------------------------------
+def check_columns(df: pd.DataFrame, required, path) -> None:
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}")
+
+
+def read_eval(path) -> pd.DataFrame:
+    """A per-query evaluation parquet (DESIGN.md §5)."""
+    df = pd.read_parquet(path)
+    check_columns(df, ("query_id", *METRICS, *RUN_KEYS), path)
+    return df
+
+
+def read_latency(path) -> pd.DataFrame:
+    df = pd.read_parquet(path)
+    check_columns(df, LATENCY_COLUMNS, path)
+    return df

@@ -1,0 +1,206 @@
+"""Figures stage: one function per figure, each drawing its intervals from results/stats.
+
+CLI: python -m workflow_scripts.figures NAME --stats-dir results/stats \
+        [--latency results/latency/summary.parquet] --out results/figures/NAME.png [...pdf]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: jobs run without a display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from workflow_scripts import contracts  # noqa: E402
+
+BASE = "base"
+ALL = "all"
+
+
+def _recipes(ci: pd.DataFrame, order) -> list[str]:
+    found = [r for r in ci["recipe"].unique() if r != BASE]
+    return sorted(found, key=lambda r: (order.index(r) if r in order else 99, r))
+
+
+def _joint(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows resampled the widest way available for each comparison (joint where possible)."""
+    key = ["kind", "a", "b", "benchmark"]
+    df = df.assign(_n=df["resample"].str.count(",")).sort_values("_n", ascending=False)
+    return df.drop_duplicates(key).drop(columns="_n")
+
+
+def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
+    ci, seeds = stats["ci"], stats["seeds"]
+    metric = ci["metric"].iloc[0]
+    benches = [b for b in ci["benchmark"].unique() if b != ALL]
+    panels = [ALL] + benches if ALL in set(ci["benchmark"]) else benches
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False,
+                             sharey=False)
+    for ax, bench in zip(axes[0], panels, strict=True):
+        for i, recipe in enumerate(_recipes(ci, order)):
+            color = f"C{i}"
+            c = ci[(ci.recipe == recipe) & (ci.benchmark == bench)].sort_values("depth")
+            ax.plot(c.depth, c.estimate, "o-", color=color, label=recipe)
+            ax.fill_between(c.depth, c.ci_low, c.ci_high, color=color, alpha=0.25, lw=0)
+            s = (seeds[(seeds.recipe == recipe) & (seeds.benchmark == bench)]
+                 .groupby("depth")["mean"].agg(["mean", "std"]).reset_index())
+            if s["std"].notna().any():
+                ax.plot(s.depth, s["mean"] + 2 * s["std"], ":", color=color, lw=1)
+                ax.plot(s.depth, s["mean"] - 2 * s["std"], ":", color=color, lw=1)
+        b = ci[(ci.recipe == BASE) & (ci.benchmark == bench)].sort_values("depth")
+        if len(b):
+            ax.errorbar(b.depth, b.estimate, yerr=[b.estimate - b.ci_low, b.ci_high - b.estimate],
+                        fmt="s--", color="gray", capsize=3, label="untrained base")
+        ax.set_title("all benchmarks (mean)" if bench == ALL else bench)
+        ax.set_xlabel("layers kept")
+        ax.set_xticks(sorted(ci.depth.unique()))
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8, title="band: 95% CI; dotted: ±2σ seeds", title_fontsize=7)
+    fig.suptitle(ax_title or f"{metric} by depth and training budget")
+    fig.tight_layout()
+    return fig
+
+
+def per_benchmark_degradation(stats: dict, pair=None, order=()) -> plt.Figure:
+    """Change from the short to the long budget per benchmark and depth, with its CI."""
+    comp = _joint(stats["comparisons"])
+    comp = comp[comp.kind == "recipe"]
+    recipes = _recipes(stats["ci"], order)
+    a, b = pair if pair else (recipes[0], recipes[-1])
+    comp = comp[(comp.recipe_a == a) & (comp.recipe_b == b)]
+    if comp.empty:
+        raise contracts.DataError(f"no comparison between recipes {a!r} and {b!r} in the stats")
+    benches = list(comp.benchmark.unique())
+    depths = sorted(comp.depth_a.unique())
+    width = 0.8 / len(benches)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(depths) * len(benches) ** 0.5, 3.8))
+    for j, bench in enumerate(benches):
+        c = comp[comp.benchmark == bench].set_index("depth_a").loc[depths]
+        x = np.arange(len(depths)) + (j - (len(benches) - 1) / 2) * width
+        ax.bar(x, c.estimate, width, label=bench, color="k" if bench == ALL else f"C{j}",
+               alpha=0.8, yerr=[c.estimate - c.ci_low, c.ci_high - c.estimate], capsize=3)
+    ax.axhline(0, color="gray", lw=0.8)
+    ax.set_xticks(range(len(depths)), [str(d) for d in depths])
+    ax.set_xlabel("layers kept")
+    ax.set_ylabel(f"Δ {comp.metric.iloc[0]} ({b} − {a})")
+    ax.set_title(f"Budget effect per benchmark: {a} → {b} (95% CI)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return fig
+
+
+def seed_variance(stats: dict, order=()) -> plt.Figure:
+    seeds, ci = stats["seeds"], stats["ci"]
+    seeds = seeds[(seeds.recipe != BASE) & (seeds.benchmark == ALL)] if ALL in set(
+        seeds.benchmark) else seeds[seeds.recipe != BASE]
+    recipes = _recipes(ci, order)
+    fig, axes = plt.subplots(1, len(recipes), figsize=(4 * len(recipes), 3.6), squeeze=False,
+                             sharey=True)
+    for ax, recipe in zip(axes[0], recipes, strict=True):
+        s = seeds[seeds.recipe == recipe]
+        for k, (seed, g) in enumerate(s.groupby("seed")):
+            ax.scatter(g.depth + (k - 1) * 0.06, g["mean"], s=22, label=f"seed {seed}")
+        c = ci[(ci.recipe == recipe) & (ci.benchmark == s.benchmark.iloc[0])].sort_values("depth")
+        ax.errorbar(c.depth + 0.2, c.estimate, yerr=[c.estimate - c.ci_low, c.ci_high - c.estimate],
+                    fmt="_", color="k", capsize=3, label="mean, 95% CI")
+        for _, r in c.iterrows():
+            ax.annotate(f"σ={r.seed_std:.3f}", (r.depth, r.ci_low), textcoords="offset points",
+                        xytext=(0, -12), ha="center", fontsize=7)
+        ax.set_title(recipe)
+        ax.set_xlabel("layers kept")
+        ax.set_xticks(sorted(c.depth.unique()))
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(f"{ci.metric.iloc[0]} per seed")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("Seed-to-seed variation")
+    fig.tight_layout()
+    return fig
+
+
+def pareto_front(points: pd.DataFrame) -> pd.DataFrame:
+    """Points not dominated by a faster-and-better one (lower latency, higher metric)."""
+    pts = points.sort_values(["p50_ms", "estimate"], ascending=[True, False])
+    best, keep = -np.inf, []
+    for i, r in pts.iterrows():
+        if r.estimate > best:
+            keep.append(i)
+            best = r.estimate
+    return pts.loc[keep]
+
+
+def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
+    ci = stats["ci"]
+    bench = ALL if ALL in set(ci.benchmark) else ci.benchmark.iloc[0]
+    ladder = latency.groupby("depth")["p50_ms"].median()
+    pts = ci[ci.benchmark == bench].copy()
+    pts = pts[pts.depth.isin(ladder.index)]
+    pts["p50_ms"] = pts.depth.map(ladder)
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for i, recipe in enumerate([*_recipes(ci, order), BASE]):
+        p = pts[pts.recipe == recipe].sort_values("depth")
+        if p.empty:
+            continue
+        color = "gray" if recipe == BASE else f"C{i}"
+        ax.errorbar(p.p50_ms, p.estimate, yerr=[p.estimate - p.ci_low, p.ci_high - p.estimate],
+                    fmt="o", color=color, capsize=3,
+                    label="untrained base" if recipe == BASE else recipe)
+        for _, r in p.iterrows():
+            ax.annotate(f"L{r.depth}", (r.p50_ms, r.estimate), textcoords="offset points",
+                        xytext=(5, 3), fontsize=7, color=color)
+    front = pareto_front(pts[pts.recipe != BASE])
+    ax.plot(front.p50_ms, front.estimate, "-", color="k", lw=1, alpha=0.6, label="Pareto front")
+    ax.set_xlabel("encode latency p50 (ms per batch, canonical ladder)")
+    ax.set_ylabel(f"{ci.metric.iloc[0]} ({'mean of benchmarks' if bench == ALL else bench})")
+    ax.set_title("Accuracy–latency trade-off (95% CI)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def load_stats(stats_dir) -> dict[str, pd.DataFrame]:
+    d = Path(stats_dir)
+    return {n: pd.read_parquet(d / f"{n}.parquet") for n in ("ci", "seeds", "comparisons")}
+
+
+def save(fig: plt.Figure, outs) -> None:
+    for out in outs:
+        with contracts.atomic_path(out) as tmp:
+            fig.savefig(tmp, dpi=150, format=Path(out).suffix.lstrip("."),
+                        metadata={"CreationDate": None} if str(out).endswith(".pdf") else None)
+    plt.close(fig)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description="Draw one figure of the study.")
+    ap.add_argument("name", choices=["depth_vs_budget", "per_benchmark_degradation",
+                                     "seed_variance", "pareto"])
+    ap.add_argument("--stats-dir", required=True)
+    ap.add_argument("--latency", help="latency summary parquet (pareto)")
+    ap.add_argument("--budget-order", nargs="*", default=[], help="recipes, smallest budget first")
+    ap.add_argument("--pair", nargs=2, help="recipes A B of per_benchmark_degradation (B - A)")
+    ap.add_argument("--out", nargs="+", required=True)
+    a = ap.parse_args(argv)
+    stats = load_stats(a.stats_dir)
+    order = list(a.budget_order)
+    if a.name == "pareto":
+        if not a.latency:
+            ap.error("pareto needs --latency")
+        fig = pareto(stats, pd.read_parquet(a.latency), order)
+    elif a.name == "per_benchmark_degradation":
+        fig = per_benchmark_degradation(stats, a.pair, order)
+    else:
+        fig = globals()[a.name](stats, order=order)
+    save(fig, a.out)
+    print(f"wrote {', '.join(a.out)}")
+
+
+if __name__ == "__main__":
+    main()

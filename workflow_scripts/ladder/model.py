@@ -1,0 +1,48 @@
+"""ResMLP: embedding -> L pre-LN residual MLP blocks -> out_ln -> out_head."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    """h <- h + f(LN(h)), f = Linear(d, 4d) -> GELU -> Linear(4d, d)."""
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(4 * d, d)
+
+    def branch(self, h: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.act(self.fc1(self.ln(h))))
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return h + self.branch(h)
+
+
+class ResMLP(nn.Module):
+    def __init__(self, in_dim: int, d: int, n_blocks: int, n_classes: int):
+        super().__init__()
+        self.embed = nn.Linear(in_dim, d)
+        self.blocks = nn.ModuleList(Block(d) for _ in range(n_blocks))
+        self.out_ln = nn.LayerNorm(d)
+        self.out_head = nn.Linear(d, n_classes)
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        return self.out_head(self.out_ln(h))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.embed(x)
+        for block in self.blocks:
+            h = block(h)
+        return self.head(h)
+
+
+def build(in_dim: int, d: int, n_blocks: int, n_classes: int, seed: int) -> ResMLP:
+    """The model of a seed: PyTorch's default init under torch.manual_seed(seed), so every
+    method and every k starts from the same weights (runs are paired by seed)."""
+    torch.manual_seed(seed)
+    return ResMLP(in_dim, d, n_blocks, n_classes)

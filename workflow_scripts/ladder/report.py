@@ -1,0 +1,157 @@
+"""The ladder's figure (accuracy vs k, CI bands, one panel per config) and its markdown
+summary (the fragment the report rule pastes into results/RESULTS.md).
+
+CLI: python -m workflow_scripts.ladder.report figure --table T.parquet --out F.png
+     python -m workflow_scripts.ladder.report summary --table T --comparisons C \
+        --crosscheck X --identity I.json --out summary.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pandas as pd
+
+from workflow_scripts.contracts import atomic_path, write_text
+
+LABELS = {"bp": "BP", "fa": "FA", "dfa": "DFA"}
+COLORS = {"bp": "C0", "fa": "C1", "dfa": "C2"}
+
+
+def figure(table: pd.DataFrame, out) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    configs = list(dict.fromkeys(table.config))
+    fig, axes = plt.subplots(1, len(configs), figsize=(4.2 * len(configs), 3.4), squeeze=False,
+                             sharey=True)
+    for ax, config in zip(axes[0], configs, strict=True):
+        sub = table[table.config == config]
+        for method, g in sub.groupby("method", sort=False):
+            g = g.sort_values("k")
+            c = COLORS.get(method)
+            ax.plot(g.k, g["mean"], "o-", color=c, label=LABELS.get(method, method))
+            ax.fill_between(g.k, g.ci_low, g.ci_high, color=c, alpha=0.2, linewidth=0)
+        blocks = int(sub.blocks.iloc[0])
+        ax.set(title=f"{config} (L={blocks})", xlabel="trainable top blocks k",
+               xticks=range(blocks + 1))
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("test accuracy")
+    axes[0][-1].legend(loc="best", fontsize=8)
+    ci = table.ci.iloc[0]
+    fig.suptitle(f"Depth ladder: mean over seeds, {ci:.0%} Multi-Bootstrap CI", fontsize=10)
+    fig.tight_layout()
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, format="png", dpi=150)
+    plt.close(fig)
+
+
+def _pct(x) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _md(df: pd.DataFrame) -> str:
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def summary(table, comps, cross, identity: dict) -> str:
+    ci = f"{table.ci.iloc[0]:.0%}"
+    nboot = int(table.nboot.iloc[0])
+    t = pd.DataFrame({
+        "config": table.config, "method": table.method.map(LABELS), "k": table.k,
+        "accuracy % (mean ± std)": [f"{_pct(m)} ± {_pct(s)}" for m, s in
+                                    zip(table["mean"], table["std"], strict=True)],
+        f"{ci} CI": [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in
+                     zip(table.ci_low, table.ci_high, strict=True)],
+        "train acc %": table.train_accuracy.map(_pct), "seeds": table.n_seeds,
+    })
+    c = pd.DataFrame({
+        "config": comps.config, "method": comps.method.map(LABELS),
+        "contrast": [f"**{x}** (k=L)" if f else x for x, f in
+                     zip(comps.contrast, comps.full, strict=True)],
+        "Δ acc (points)": comps.estimate.map(lambda x: f"{100 * x:+.1f}"),
+        f"{ci} CI": [f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" for lo, hi in
+                     zip(comps.ci_low, comps.ci_high, strict=True)],
+        "p (Δ ≤ 0)": comps.p_value.map(lambda p: f"{p:.4f}"),
+    })
+    parts = [
+        "## Depth ladder",
+        "",
+        "Last k of L residual blocks trainable (the rest frozen at random init; embedding, "
+        "out_ln and out_head always trained). Test accuracy in %, mean ± std (ddof 1) over "
+        f"seeds; CIs are {ci} Multi-Bootstrap percentile intervals over seeds × test examples "
+        f"({nboot} draws). Design choices: docs/ladder.md.",
+        "", "### Accuracy by k", "", _md(t), "",
+        "### Paired comparisons against k = 0 (paired by seed and test example)", "",
+        "Δ = acc(k) − acc(0); p is the one-sided bootstrap p-value of Δ ≤ 0.", "", _md(c), "",
+        "### Frozen-stack identity check", "",
+        "Per block ‖f_l(h_l)‖/‖h_l‖ and, for the whole frozen stack, ‖h_L − h_0‖/‖h_0‖ and "
+        "cos(h_L, h_0) on the test inputs, averaged over examples, mean ± std over seeds; "
+        "*init* = the model at initialization, *trained emb.* = the same frozen blocks on "
+        "the embedding a k = 0 run learned.", "", _md(identity_table(identity)), "",
+        "### Cross-check against standalone training (BP)", "",
+        "*frozen* = ordinary training of embedding + out_ln + out_head with every block "
+        "frozen, vs the ladder's k = 0; *full* = ordinary training of everything, vs k = L.",
+        "", _md(crosscheck_table(cross)), "",
+    ]
+    return "\n".join(parts)
+
+
+def identity_table(identity: dict) -> pd.DataFrame:
+    rows = []
+    for config, r in identity.items():
+        sources = [("init", r["init"])] + [(f"trained emb. ({LABELS.get(m, m)})", v)
+                                          for m, v in r["trained_embedding"].items()]
+        for source, s in sources:
+            ratios = ", ".join(f"{m:.2f}±{sd:.2f}" for m, sd in
+                               zip(s["block_ratio"]["mean"], s["block_ratio"]["std"],
+                                   strict=True))
+            rows.append({
+                "config": config, "embedding": source, "‖f_l‖/‖h_l‖ per block": ratios,
+                "‖h_L−h_0‖/‖h_0‖": "{:.3f} ± {:.3f}".format(
+                    s["stack_rel_change"]["mean"], s["stack_rel_change"]["std"]),
+                "cos(h_L, h_0)": "{:.3f} ± {:.3f}".format(
+                    s["stack_cos"]["mean"], s["stack_cos"]["std"]),
+            })
+    return pd.DataFrame(rows)
+
+
+def crosscheck_table(cross: pd.DataFrame) -> pd.DataFrame:
+    if cross.empty:
+        return pd.DataFrame({"note": ["no standalone runs"]})
+    g = cross.groupby(["config", "kind"], sort=False)
+    return pd.DataFrame({
+        "ladder acc %": g.ladder_accuracy.mean().map(_pct),
+        "standalone acc %": g.standalone_accuracy.mean().map(_pct),
+        "max |Δ| (points)": g.difference.apply(lambda d: f"{100 * d.abs().max():.2f}"),
+        "same predictions (min over seeds)": g.same_predictions.min().map(lambda x: f"{x:.3f}"),
+        "seeds": g.seed.count(),
+    }).reset_index()
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m workflow_scripts.ladder.report")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("figure")
+    f.add_argument("--table", required=True)
+    f.add_argument("--out", required=True)
+    s = sub.add_parser("summary")
+    for name in ("table", "comparisons", "crosscheck", "identity", "out"):
+        s.add_argument(f"--{name}", required=True)
+    a = p.parse_args(argv)
+    if a.cmd == "figure":
+        figure(pd.read_parquet(a.table), a.out)
+    else:
+        with open(a.identity, encoding="utf-8") as fh:
+            identity = json.load(fh)
+        write_text(a.out, summary(pd.read_parquet(a.table), pd.read_parquet(a.comparisons),
+                                  pd.read_parquet(a.crosscheck), identity))
+
+
+if __name__ == "__main__":
+    main()

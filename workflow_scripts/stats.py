@@ -1,0 +1,279 @@
+"""Statistics stage: Multi-Bootstrap intervals and tests over seeds x queries.
+
+Reads every per-query evaluation parquet and writes results/stats/*.parquet:
+  ci.parquet           CI of the mean metric per (recipe, strategy, depth), per benchmark and
+                       across benchmarks ("all": stratified, unweighted mean of benchmarks)
+  seeds.parquet        per-seed means (for the seed-variance figure)
+  comparisons.parquet  trained vs untrained base (single-baseline), depth vs depth within a
+                       recipe (paired by seed), recipe vs recipe at each depth (paired where
+                       the seeds are shared, single-baseline where one side has one seed,
+                       else unpaired); each with joint, seed-only and example-only resampling,
+                       and a TOST equivalence verdict |delta| < epsilon
+  variance.parquet     share of the variance of the estimate from seeds vs from queries
+  seeds_needed.parquet seeds for a target CI half-width and to detect a given delta
+  agreement.parquet    instance-level agreement between seeds (top-1 hit; Spearman of metric)
+
+CLI: python -m workflow_scripts.stats --evals FILE... --out-dir results/stats [options]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from workflow_scripts import contracts
+from workflow_scripts import multibootstrap as mb
+
+ALL = "all"  # the benchmark label of the stratified aggregate
+BASE = "base"
+JOINT, SEEDS_ONLY, EXAMPLES_ONLY = ("seeds", "examples"), ("seeds",), ("examples",)
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One model configuration: per-seed, per-query scores for each benchmark."""
+
+    recipe: str
+    strategy: str
+    depth: int
+    seeds: tuple[int, ...]
+    scores: dict  # benchmark -> float array [seeds, queries], queries sorted by id
+
+    @property
+    def label(self) -> str:
+        return f"{self.recipe}/{self.strategy}{self.depth}"
+
+
+def load_evals(paths) -> pd.DataFrame:
+    frames = [contracts.read_eval(p).assign(_path=str(p)) for p in paths]
+    if not frames:
+        raise contracts.DataError("no evaluation files given")
+    return pd.concat(frames, ignore_index=True)
+
+
+def build_arms(df: pd.DataFrame, metric: str) -> dict[tuple, Arm]:
+    """Group the long table into arms; every seed of an arm must have the same queries."""
+    arms = {}
+    for (recipe, strategy, depth), g in df.groupby(["recipe", "strategy", "depth"], sort=True):
+        seeds = tuple(sorted(int(s) for s in g["seed"].unique()))
+        scores = {}
+        for bench, gb in g.groupby("benchmark", sort=True):
+            wide = gb.pivot(index="seed", columns="query_id", values=metric)
+            if set(wide.index) != set(seeds) or wide.isna().any().any():
+                files = ", ".join(sorted(gb["_path"].unique()))
+                raise contracts.DataError(
+                    f"{recipe}/{strategy}{depth}/{bench}: seeds do not share one query set "
+                    f"or a seed is missing ({files})")
+            scores[bench] = wide.loc[list(seeds)].sort_index(axis=1).to_numpy(np.float64)
+        arms[(recipe, strategy, int(depth))] = Arm(recipe, strategy, int(depth), seeds, scores)
+    return arms
+
+
+def _axes(*n_resampled_seeds: int) -> list[tuple[str, ...]]:
+    """Resampling schemes possible for arms whose resampled sides have these seed counts."""
+    if min(n_resampled_seeds) >= 2:
+        return [JOINT, SEEDS_ONLY, EXAMPLES_ONLY]
+    return [EXAMPLES_ONLY]  # one seed: only the examples can be resampled
+
+
+def _groups(arm_scores: dict) -> list[tuple[str, object]]:
+    groups = [(b, s) for b, s in arm_scores.items()]
+    if len(arm_scores) > 1:
+        groups.append((ALL, arm_scores))
+    return groups
+
+
+def ci_table(arms: dict, *, nboot: int, ci: float, seed: int) -> pd.DataFrame:
+    rows = []
+    for arm in arms.values():
+        resample = _axes(len(arm.seeds))[0]
+        for bench, scores in _groups(arm.scores):
+            r = mb.bootstrap_mean(scores, nboot=nboot, ci=ci, seed=seed, resample=resample)
+            per_seed = _seed_means(scores)
+            rows.append({
+                "recipe": arm.recipe, "strategy": arm.strategy, "depth": arm.depth,
+                "benchmark": bench, "n_seeds": len(arm.seeds),
+                "n_queries": _n_queries(scores),
+                "seed_std": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else np.nan,
+                **_row(r),
+            })
+    return pd.DataFrame(rows)
+
+
+def seed_table(arms: dict) -> pd.DataFrame:
+    rows = []
+    for arm in arms.values():
+        for bench, scores in _groups(arm.scores):
+            for s, m in zip(arm.seeds, _seed_means(scores), strict=True):
+                rows.append({"recipe": arm.recipe, "strategy": arm.strategy,
+                             "depth": arm.depth, "benchmark": bench, "seed": s, "mean": m})
+    return pd.DataFrame(rows)
+
+
+def _seed_means(scores) -> np.ndarray:
+    if isinstance(scores, dict):
+        return np.mean([v.mean(axis=1) for v in scores.values()], axis=0)
+    return scores.mean(axis=1)
+
+
+def _n_queries(scores) -> int:
+    if isinstance(scores, dict):
+        return int(sum(v.shape[1] for v in scores.values()))
+    return int(scores.shape[1])
+
+
+def _row(r) -> dict:
+    d = r.to_dict()
+    d["resample"] = ",".join(r.resample)
+    return {k: d[k] for k in ("estimate", "ci_low", "ci_high", "p_value", "nboot", "design",
+                              "resample", "ci", "alternative", "threshold") if k in d}
+
+
+def comparison_pairs(arms: dict, budget_order: list[str]) -> list[tuple[str, tuple, tuple]]:
+    """(kind, key_a, key_b) for every comparison the report shows; delta = b - a."""
+    pairs = []
+    for key in arms:
+        recipe, strategy, depth = key
+        if recipe != BASE and (BASE, strategy, depth) in arms:
+            pairs.append(("trained_vs_base", (BASE, strategy, depth), key))
+    recipes = sorted({k[0] for k in arms} - {BASE},
+                     key=lambda r: (budget_order.index(r) if r in budget_order else 99, r))
+    strategies = sorted({k[1] for k in arms})
+    for recipe, strategy in itertools.product(recipes, strategies):
+        depths = sorted(d for r, s, d in arms if r == recipe and s == strategy)
+        for shallow, deep in itertools.combinations(depths, 2):
+            pairs.append(("depth", (recipe, strategy, shallow), (recipe, strategy, deep)))
+    for strategy in strategies:
+        for r_a, r_b in itertools.combinations(recipes, 2):
+            for d in sorted({k[2] for k in arms}):
+                if (r_a, strategy, d) in arms and (r_b, strategy, d) in arms:
+                    pairs.append(("recipe", (r_a, strategy, d), (r_b, strategy, d)))
+    return pairs
+
+
+def design_for(a: Arm, b: Arm) -> str:
+    if a.recipe == BASE or len(a.seeds) == 1:
+        return "single-baseline"
+    if set(a.seeds) == set(b.seeds):
+        return "paired"
+    return "unpaired"
+
+
+def compare_arms(kind: str, a: Arm, b: Arm, *, nboot: int, ci: float, seed: int,
+                 epsilon: float) -> list[dict]:
+    design = design_for(a, b)
+    alternative = "greater" if kind == "trained_vs_base" else "two-sided"
+    n_resampled = (len(b.seeds),) if design == "single-baseline" else (len(a.seeds),
+                                                                       len(b.seeds))
+    seeds_kw = {} if design == "single-baseline" else {"seeds_a": a.seeds, "seeds_b": b.seeds}
+    rows = []
+    for (bench, sa), (_, sb) in zip(_groups(a.scores), _groups(b.scores), strict=True):
+        for resample in _axes(*n_resampled):
+            r = mb.compare(sa, sb, design=design, alternative=alternative, nboot=nboot, ci=ci,
+                           seed=seed, resample=resample, **seeds_kw)
+            row = {"kind": kind, "a": a.label, "b": b.label, "recipe_a": a.recipe,
+                   "recipe_b": b.recipe, "strategy": a.strategy, "depth_a": a.depth,
+                   "depth_b": b.depth, "benchmark": bench, **_row(r)}
+            if resample == _axes(*n_resampled)[0]:
+                eq = mb.equivalence(sa, sb, epsilon=epsilon, design=design, nboot=nboot,
+                                    seed=seed, resample=resample, alpha=(1 - ci) / 2,
+                                    **seeds_kw)
+                row.update(epsilon=epsilon, equivalence_p=eq.p_value,
+                           equivalent=eq.equivalent)
+            rows.append(row)
+    return rows
+
+
+def variance_table(arms: dict, *, nboot: int, seed: int) -> pd.DataFrame:
+    rows = []
+    for arm in arms.values():
+        if len(arm.seeds) < 2:
+            continue
+        scores = arm.scores if len(arm.scores) > 1 else next(iter(arm.scores.values()))
+        for part in mb.variance_parts(scores, nboot=nboot, seed=seed):
+            rows.append({"recipe": arm.recipe, "strategy": arm.strategy, "depth": arm.depth,
+                         "benchmark": part.pop("group"), **part})
+    return pd.DataFrame(rows)
+
+
+def seeds_needed_table(arms: dict, *, half_width: float, delta: float) -> pd.DataFrame:
+    """Per arm and benchmark (the planner works on one [seeds, queries] matrix)."""
+    rows = []
+    for arm in arms.values():
+        if len(arm.seeds) < 2:
+            continue
+        for bench, scores in arm.scores.items():
+            plan = mb.seeds_needed(scores, half_width=half_width, delta=delta)
+            rows.append({"recipe": arm.recipe, "strategy": arm.strategy, "depth": arm.depth,
+                         "benchmark": bench, "target_half_width": half_width,
+                         "target_delta": delta, **plan})
+    return pd.DataFrame(rows)
+
+
+def agreement_table(arms: dict, hits: dict) -> pd.DataFrame:
+    rows = []
+    for key, arm in arms.items():
+        if len(arm.seeds) < 2:
+            continue
+        for bench, scores in arm.scores.items():
+            agree = mb.instance_agreement(hits[key][bench], seeds=arm.seeds)
+            rho = mb.instance_agreement(scores, seeds=arm.seeds)
+            for ag, rh in zip(agree, rho, strict=True):
+                rows.append({"recipe": arm.recipe, "strategy": arm.strategy,
+                             "depth": arm.depth, "benchmark": bench,
+                             "seed_a": ag["seed_a"], "seed_b": ag["seed_b"],
+                             "top1_agreement": ag["agreement"], "spearman": rh["spearman"]})
+    return pd.DataFrame(rows)
+
+
+def run(eval_paths, out_dir, *, metric="ndcg@10", nboot=2000, ci=0.95, seed=0,
+        epsilon=0.01, half_width=0.01, delta=0.01, budget_order=()) -> dict[str, pd.DataFrame]:
+    df = load_evals(eval_paths)
+    arms = build_arms(df, metric)
+    df_hit = df.assign(top1=(df["mrr@10"] >= 1.0))
+    hits = {k: {b: s.astype(bool) for b, s in a.scores.items()}
+            for k, a in build_arms(df_hit, "top1").items()}
+    pairs = comparison_pairs(arms, list(budget_order))
+    comparisons = [row for kind, ka, kb in pairs
+                   for row in compare_arms(kind, arms[ka], arms[kb], nboot=nboot, ci=ci,
+                                           seed=seed, epsilon=epsilon)]
+    tables = {
+        "ci": ci_table(arms, nboot=nboot, ci=ci, seed=seed),
+        "seeds": seed_table(arms),
+        "comparisons": pd.DataFrame(comparisons),
+        "variance": variance_table(arms, nboot=nboot, seed=seed),
+        "seeds_needed": seeds_needed_table(arms, half_width=half_width, delta=delta),
+        "agreement": agreement_table(arms, hits),
+    }
+    for name, table in tables.items():
+        table.insert(0, "metric", metric)
+        contracts.write_parquet(Path(out_dir) / f"{name}.parquet", table)
+    return tables
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description="Multi-Bootstrap statistics over evaluations.")
+    ap.add_argument("--evals", nargs="+", required=True)
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--metric", default="ndcg@10", choices=contracts.METRICS)
+    ap.add_argument("--nboot", type=int, default=2000)
+    ap.add_argument("--ci", type=float, default=0.95)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--epsilon", type=float, default=0.01)
+    ap.add_argument("--half-width", type=float, default=0.01)
+    ap.add_argument("--delta", type=float, default=0.01)
+    ap.add_argument("--budget-order", nargs="*", default=[])
+    a = ap.parse_args(argv)
+    tables = run(a.evals, a.out_dir, metric=a.metric, nboot=a.nboot, ci=a.ci, seed=a.seed,
+                 epsilon=a.epsilon, half_width=a.half_width, delta=a.delta,
+                 budget_order=a.budget_order)
+    print(", ".join(f"{k}: {len(v)} rows" for k, v in tables.items()))
+
+
+if __name__ == "__main__":
+    main()
