@@ -51,6 +51,10 @@ if HAS_BIENCODER:
     include: "rules/report.smk"
 
     localrules:
+        docstring_benchmark,
+        docstring_triples,
+        beir_download,
+        triples_download,
         stats,
         latency_summary,
         figure_depth_vs_budget,

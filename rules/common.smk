@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(workflow.basedir)
-PY = sys.executable  # kept for rules that still pass it as a param
 CONDA_ENV = "../envs/depthlab.yaml"
 # Stage modules run as `python -m workflow_scripts.X` from any working directory, with the
 # interpreter that runs Snakemake (the project's venv) first on PATH.
@@ -37,15 +36,24 @@ if HAS_BIENCODER:
     ]:
         if _name not in DATASETS:
             config_error(_key, f"{_name!r} is not in the datasets registry (datasets:)")
-    _train_spec = DATASETS[config["train_data"]]
-    if "max_triples" not in _train_spec:
-        config_error(
-            f"datasets.{config['train_data']}", "a training set needs max_triples"
-        )
-    for _b in config["benchmarks"]:
-        for _k in ("max_queries", "max_docs"):
-            if _k not in DATASETS[_b]:
-                config_error(f"datasets.{_b}", f"a benchmark needs {_k}")
+    # Keys each source needs, for a training set and for a benchmark.
+    _NEEDS = {
+        ("docstrings", "train"): ["packages", "max_triples"],
+        ("docstrings", "benchmark"): ["packages", "max_queries", "max_docs"],
+        ("triples-jsonl-gz", "train"): ["url"],
+        ("beir", "benchmark"): ["url", "md5"],
+    }
+    for _name, _role in [(config["train_data"], "train")] + [
+        (b, "benchmark") for b in config["benchmarks"]
+    ]:
+        _src = DATASETS[_name]["source"]
+        if (_src, _role) not in _NEEDS:
+            config_error(
+                f"datasets.{_name}.source", f"{_src!r} cannot serve as a {_role}"
+            )
+        for _k in _NEEDS[(_src, _role)]:
+            if _k not in DATASETS[_name]:
+                config_error(f"datasets.{_name}", f"a {_src} {_role} needs {_k}")
     for _i, _r in enumerate(config["figures"].get("budget_pair", [])):
         if _r not in config["recipes"]:
             config_error(f"figures.budget_pair[{_i}]", f"{_r!r} is not a recipe")

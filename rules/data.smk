@@ -57,3 +57,52 @@ rule docstring_triples:
         "python -m workflow_scripts.docstrings train --packages {params.packages}"
         " --max-triples {params.max_triples} --seed {params.seed}"
         " --out {output.triples} > {log} 2>&1"
+
+
+# Real data (paper configs): local rules, since compute nodes may have no internet.
+rule beir_download:
+    input:
+        CODE("workflow_scripts/prepare_data.py", "workflow_scripts/download.py"),
+    output:
+        corpus="data/beir/{benchmark}/corpus.jsonl",
+        queries="data/beir/{benchmark}/queries.jsonl",
+        qrels="data/beir/{benchmark}/qrels/test.tsv",
+        card="data/beir/{benchmark}/DATACARD.md",
+    log:
+        "logs/data/{benchmark}.log",
+    wildcard_constraints:
+        benchmark=dataset_names("beir"),
+    conda:
+        CONDA_ENV
+    params:
+        url=lambda wc: DATASETS[wc.benchmark]["url"],
+        md5=lambda wc: DATASETS[wc.benchmark]["md5"],
+    shell:
+        "python -m workflow_scripts.prepare_data beir --name {wildcards.benchmark}"
+        " --url {params.url:q} --md5 {params.md5} --download-dir data/downloads"
+        " --out data/beir/{wildcards.benchmark} > {log} 2>&1"
+
+
+rule triples_download:
+    input:
+        CODE("workflow_scripts/prepare_data.py", "workflow_scripts/download.py"),
+    output:
+        triples="data/train/{train_data}.parquet",
+        card="data/train/{train_data}.DATACARD.md",
+    log:
+        "logs/data/{train_data}.log",
+    wildcard_constraints:
+        train_data=dataset_names("triples-jsonl-gz"),
+    conda:
+        CONDA_ENV
+    params:
+        url=lambda wc: DATASETS[wc.train_data]["url"],
+        lines=lambda wc: (
+            f"--expect-lines {DATASETS[wc.train_data]['expect_lines']}"
+            if "expect_lines" in DATASETS[wc.train_data]
+            else ""
+        ),
+    shell:
+        "python -m workflow_scripts.prepare_data triples --name {wildcards.train_data}"
+        " --url {params.url:q} --download-dir data/downloads"
+        " {params.lines} --out {output.triples} > {log} 2>&1"

@@ -61,7 +61,7 @@ rule figure_seed_variance:
 rule figure_pareto:
     input:
         **FIG_INPUTS,
-        latency="results/latency/summary.parquet",
+        latency="results/latency/ladder.parquet",
     output:
         figure_outputs("pareto"),
     log:

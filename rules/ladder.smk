@@ -22,7 +22,6 @@ LADDER_CODE = CODE(
     "workflow_scripts/ladder/methods.py",
     "workflow_scripts/ladder/runs.py",
     "workflow_scripts/ladder/train.py",
-    "workflow_scripts/ladder/identity.py",
 )
 LADDER_STATS_CODE = CODE(
     "workflow_scripts/contracts.py",
@@ -95,11 +94,10 @@ rule ladder_download_cifar10:
     resources:
         mem_mb=1000,
     params:
-        py=PY,
         url=LADDER["dataset"]["url"],
         md5=LADDER["dataset"]["md5"],
     shell:
-        "{params.py} -m workflow_scripts.ladder.data download --out-dir data/ladder/cifar10"
+        "python -m workflow_scripts.ladder.data download --out-dir data/ladder/cifar10"
         " --url {params.url} --md5 {params.md5} > {log} 2>&1"
 
 
@@ -119,7 +117,6 @@ rule ladder_prepare:
     resources:
         mem_mb=4000 if LADDER_BIG else 1000,
     params:
-        py=PY,
         bin_dir=lambda wc: (
             "--bin-dir data/ladder/cifar10/cifar-10-batches-bin"
             if wc.dataset == "cifar10"
@@ -131,7 +128,7 @@ rule ladder_prepare:
             if LADDER["dataset"][k] is not None
         ),
     shell:
-        "{params.py} -m workflow_scripts.ladder.data prepare --name {wildcards.dataset} {params.bin_dir}"
+        "python -m workflow_scripts.ladder.data prepare --name {wildcards.dataset} {params.bin_dir}"
         " {params.sizes} --out {output} > {log} 2>&1"
 
 
@@ -155,12 +152,11 @@ rule ladder_train:
         runtime=360 if LADDER_BIG else 10,
         gpu=0,
     params:
-        py=PY,
         d=lambda wc: LADDER_ARCHS[wc.arch]["d"],
         L=lambda wc: LADDER_ARCHS[wc.arch]["L"],
         train=LADDER_TRAIN_ARGS,
     shell:
-        "{params.py} -m workflow_scripts.ladder.train ladder --data {input.data}"
+        "python -m workflow_scripts.ladder.train ladder --data {input.data}"
         " --config {wildcards.arch} --d {params.d} --blocks {params.L}"
         " --method {wildcards.method} --k {wildcards.k} --seed {wildcards.seed} {params.train}"
         " --threads {threads} --out {output} > {log} 2>&1"
@@ -188,13 +184,12 @@ rule ladder_standalone:
         runtime=(360 if LADDER_BIG else 10) * len(LADDER["seeds"]),
         gpu=0,
     params:
-        py=PY,
         d=lambda wc: LADDER_ARCHS[wc.arch]["d"],
         L=lambda wc: LADDER_ARCHS[wc.arch]["L"],
         seeds=" ".join(map(str, LADDER["seeds"])),
         train=LADDER_TRAIN_ARGS,
     shell:
-        "{params.py} -m workflow_scripts.ladder.train standalone --data {input.data}"
+        "python -m workflow_scripts.ladder.train standalone --data {input.data}"
         " --config {wildcards.arch} --d {params.d} --blocks {params.L} --kind {wildcards.kind}"
         " --seeds {params.seeds} {params.train} --threads {threads} --out {output} > {log} 2>&1"
 
@@ -203,7 +198,7 @@ rule ladder_identity:
     input:
         data=LADDER_DATA,
         runs=LADDER_K0_RUNS,
-        code=LADDER_CODE,
+        code=LADDER_CODE + CODE("workflow_scripts/ladder/identity.py"),
     output:
         "results/ladder/identity.json",
     log:
@@ -215,13 +210,12 @@ rule ladder_identity:
         mem_mb=4000 if LADDER_BIG else 1000,
         runtime=30,
     params:
-        py=PY,
         configs=" ".join(
             f"--config {a}:{c['d']}:{c['L']}" for a, c in LADDER_ARCHS.items()
         ),
         seeds=" ".join(map(str, LADDER["seeds"])),
     shell:
-        "{params.py} -m workflow_scripts.ladder.identity --data {input.data} {params.configs}"
+        "python -m workflow_scripts.ladder.identity --data {input.data} {params.configs}"
         " --seeds {params.seeds} --runs {input.runs} --threads {threads} --out {output}"
         " > {log} 2>&1"
 
@@ -243,12 +237,11 @@ rule ladder_stats:
     resources:
         mem_mb=2000,
     params:
-        py=PY,
         nboot=LADDER["stats"]["nboot"],
         ci=LADDER["stats"]["ci"],
         seed=LADDER["stats"]["seed"],
     shell:
-        "{params.py} -m workflow_scripts.ladder.stats --runs {input.runs} --standalone {input.standalone}"
+        "python -m workflow_scripts.ladder.stats --runs {input.runs} --standalone {input.standalone}"
         " --nboot {params.nboot} --ci {params.ci} --seed {params.seed} --table {output.table}"
         " --comparisons {output.comparisons} --crosscheck {output.crosscheck} > {log} 2>&1"
 
@@ -271,9 +264,8 @@ rule ladder_figure:
     resources:
         mem_mb=1000,
     params:
-        py=PY,
     shell:
-        "{params.py} -m workflow_scripts.ladder.report figure --table {input.table} --out {output}"
+        "python -m workflow_scripts.ladder.report figure --table {input.table} --out {output}"
         " > {log} 2>&1"
 
 
@@ -294,8 +286,7 @@ rule ladder_summary:
     resources:
         mem_mb=1000,
     params:
-        py=PY,
     shell:
-        "{params.py} -m workflow_scripts.ladder.report summary --table {input.table}"
+        "python -m workflow_scripts.ladder.report summary --table {input.table}"
         " --comparisons {input.comparisons} --crosscheck {input.crosscheck}"
         " --identity {input.identity} --out {output} > {log} 2>&1"

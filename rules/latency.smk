@@ -1,5 +1,7 @@
 # Latency: all depths in one process per run; each run is its own job. A run takes every
 # core (threads=workflow.cores) so that no other job of this workflow runs beside it.
+# latency_summary checks every run's ladder for physical coherence and writes the
+# canonical ladder (median over the coherent runs) that the Pareto figure and the report use.
 
 LAT = config["latency"]
 
@@ -24,8 +26,13 @@ rule latency_run:
         strategy=STRATEGIES[0],
         args=(
             f"--batch-size {LAT['batch_size']} --seq-len {LAT['seq_len']}"
-            f" --warmup-calls {LAT['warmup_calls']} --rounds {LAT['rounds']}"
-            f" --calls-per-round {LAT['calls_per_round']}"
+            f" --warmup-calls {LAT['warmup_calls']}"
+            f" --warmup-max-calls {LAT['warmup_max_calls']}"
+            f" --warmup-window {LAT['warmup_window']}"
+            f" --warmup-tol {LAT['warmup_tolerance']}"
+            f" --rounds {LAT['rounds']} --calls-per-round {LAT['calls_per_round']}"
+            f" --discard-calls {LAT['discard_calls']} --encode-calls {LAT['encode_calls']}"
+            f" --dtype {LAT['dtype']} --seed {LAT['seed']}"
         ),
     shell:
         "python -m workflow_scripts.latency profile --base {params.base:q} --strategy {params.strategy}"
@@ -36,13 +43,18 @@ rule latency_run:
 rule latency_summary:
     input:
         runs=latency_runs(),
-        code=CODE("workflow_scripts/latency.py"),
+        code=CODE("workflow_scripts/latency.py", "workflow_scripts/coherence.py"),
     output:
-        "results/latency/summary.parquet",
+        summary="results/latency/summary.parquet",
+        coherence="results/latency/coherence.json",
+        ladder="results/latency/ladder.parquet",
     log:
         "logs/latency/summary.log",
     conda:
         CONDA_ENV
+    params:
+        args=f"--nboot {LAT['nboot']} --ci {LAT['ci']} --seed {LAT['seed']}",
     shell:
-        "python -m workflow_scripts.latency summary --runs {input.runs} --out {output}"
+        "python -m workflow_scripts.latency summary --runs {input.runs} {params.args}"
+        " --out {output.summary} --coherence {output.coherence} --ladder {output.ladder}"
         " > {log} 2>&1"

@@ -18,7 +18,6 @@ from conftest import ROOT
 
 from workflow_scripts.contracts import DataError
 from workflow_scripts.ladder import data, methods, model, report, runs, stats, train
-from workflow_scripts.ladder.identity import stack_identity
 
 train.set_threads(1)
 
@@ -156,7 +155,7 @@ def test_identity_of_a_zero_branch_stack():
     for block in net.blocks:
         torch.nn.init.zeros_(block.fc2.weight)
         torch.nn.init.zeros_(block.fc2.bias)
-    s = stack_identity(net, torch.randn(10, 6))
+    s = model.stack_identity(net, torch.randn(10, 6))
     assert s["block_ratio"] == [0.0, 0.0]
     assert s["stack_rel_change"] == 0.0
     assert s["stack_cos"] == pytest.approx(1.0)

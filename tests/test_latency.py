@@ -24,3 +24,214 @@ def test_summary_quantiles():
     df = pd.DataFrame({"run": 0, "depth": 1, "seconds": [0.001, 0.002, 0.003, 0.004, 0.005]})
     s = latency.summarize(df).iloc[0]
     assert s.p50_ms == 3.0 and s.iqr_ms == 2.0 and s.calls == 5
+
+
+# ---------------------------------------------------------------------------------------
+# The protocol: warm-up, discarded calls, separate stages (fake models, no torch model)
+# ---------------------------------------------------------------------------------------
+import json  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from workflow_scripts import figures, report  # noqa: E402
+
+
+def _batch(n=4, L=8):
+    import torch
+
+    return {"input_ids": torch.zeros((n, L), dtype=torch.long)}
+
+
+def test_protocol_times_stages_separately_after_discarded_calls():
+    calls, aux_calls = [], []
+    models = {d: (lambda b, d=d: calls.append(d)) for d in (1, 2, 3)}
+    aux = {"encode": {d: (lambda d=d: aux_calls.append(("encode", d))) for d in (1, 2, 3)},
+           "tokenize": dict.fromkeys((1, 2, 3), lambda: aux_calls.append(("tokenize", 0)))}
+    df, warmup = latency.profile_protocol(
+        models, _batch(), run=7, rounds=4, calls_per_round=3, device="cpu", seed=1,
+        warmup_calls=5, discard_calls=2, aux=aux, aux_calls=2)
+    assert list(df.columns) == list(latency.COLUMNS)
+    assert df.groupby("stage").size().to_dict() == {"forward": 36, "encode": 24, "tokenize": 24}
+    assert len(calls) == 3 * 5 + 4 * 3 * (2 + 3)  # fixed warm-up (window 0), discards, timed
+    assert len(aux_calls) == 4 * 3 * 2 * 2
+    assert warmup == {d: {"calls": 5, "converged": True, "p50_ms": pytest.approx(np.nan,
+                                                                                  nan_ok=True)}
+                      for d in (1, 2, 3)}
+    assert (df.run == 7).all() and df.event_seconds.isna().all()
+    assert (df.seconds >= 0).all() and df.cpu_seconds.notna().all()
+    # The same seed gives the same visiting orders; another run's seed other orders.
+    again, _ = latency.profile_protocol(models, _batch(), run=7, rounds=4, calls_per_round=3,
+                                        device="cpu", seed=1, warmup_calls=0)
+    other, _ = latency.profile_protocol(models, _batch(), run=8, rounds=4, calls_per_round=3,
+                                        device="cpu", seed=2, warmup_calls=0)
+    order = lambda d: d[d.stage == "forward"].depth.tolist()  # noqa: E731
+    assert order(again) == order(df) != order(other)
+
+
+def _scripted_timer(times):
+    it = iter(times)
+    return lambda fn: (fn(), next(it), float("nan"), 0.0)[1:]
+
+
+def test_warm_up_runs_until_two_windows_agree():
+    # Slow first calls (cold caches), then a steady 10 ms.
+    times = [0.05, 0.04, 0.03, 0.02, 0.015] + [0.010] * 100
+    w = latency.warm_up(lambda: None, _scripted_timer(times), min_calls=6, max_calls=100,
+                        window=4, tol=0.02)
+    # Call 12: the window of calls 9-12 and that of calls 5-8 both have median 10 ms.
+    assert w["converged"] and w["calls"] == 12 and w["p50_ms"] == pytest.approx(10.0)
+    # At least `min_calls`, even when stable earlier.
+    w = latency.warm_up(lambda: None, _scripted_timer([0.01] * 100), min_calls=30,
+                        max_calls=100, window=4, tol=0.02)
+    assert w == {"calls": 30, "converged": True, "p50_ms": pytest.approx(10.0)}
+
+
+def test_warm_up_gives_up_and_says_so():
+    drifting = [0.01 * 1.05 ** i for i in range(100)]  # never settles
+    w = latency.warm_up(lambda: None, _scripted_timer(drifting), min_calls=5, max_calls=40,
+                        window=4, tol=0.02)
+    assert w["calls"] == 40 and not w["converged"]
+
+
+def test_fixed_text_fills_the_padded_length():
+    for L in (8, 64, 256, 512):
+        assert len(latency.long_text(L).split()) > L  # every word is at least one piece
+
+
+# ---------------------------------------------------------------------------------------
+# Summary, coherence and the canonical ladder from synthetic per-call rows
+# ---------------------------------------------------------------------------------------
+def synthetic_run(run: int, ladder_ms: dict, *, rounds=8, calls=5, jitter=0.01, seed=0):
+    """Per-call rows of one run: forward calls around `ladder_ms`, encode a bit slower."""
+    rng = np.random.default_rng(seed + run)
+    rows = []
+    for rnd in range(rounds):
+        for depth, ms in ladder_ms.items():
+            for _ in range(calls):
+                s = ms / 1e3 * (1 + rng.normal(0, jitter))
+                rows.append({"depth": depth, "round": rnd, "stage": "forward", "seconds": s,
+                             "cpu_seconds": s * 0.98})
+            rows.append({"depth": depth, "round": rnd, "stage": "encode",
+                         "seconds": (ms + 3) / 1e3, "cpu_seconds": (ms + 3) / 1e3})
+            rows.append({"depth": depth, "round": rnd, "stage": "tokenize",
+                         "seconds": 0.002, "cpu_seconds": 0.002})
+    df = pd.DataFrame(rows)
+    df["run"], df["batch_size"], df["seq_len"], df["device"] = run, 8, 32, "cpu"
+    df["event_seconds"] = float("nan")
+    df["threads"], df["dtype"], df["torch"], df["device_name"] = 1, "float32", "x", "test cpu"
+    df["warmup_calls"], df["warmup_converged"] = 50, True
+    return df
+
+
+GOOD = {1: 12.0, 2: 22.0, 3: 32.0}
+SHALLOW_LOW = {1: 4.0, 2: 22.0, 3: 32.0}  # depth 1 reads 3x low
+
+
+def test_summary_separates_stages_and_gives_a_round_bootstrap_ci():
+    s = latency.summarize(synthetic_run(0, GOOD), nboot=500).set_index("depth")
+    assert s.p50_ms.to_numpy() == pytest.approx([12, 22, 32], rel=0.01)
+    assert (s.ci_low_ms < s.p50_ms).all() and (s.p50_ms < s.ci_high_ms).all()
+    assert s.encode_p50_ms.to_numpy() == pytest.approx([15, 25, 35])
+    assert s.tokenize_p50_ms.to_numpy() == pytest.approx([2, 2, 2])
+    assert (s.calls == 40).all() and (s.rounds == 8).all()
+    assert s.cpu_p50_ms.to_numpy() == pytest.approx(0.98 * s.p50_ms.to_numpy())
+
+
+def test_check_keeps_only_coherent_runs_in_the_canonical_ladder():
+    df = pd.concat([synthetic_run(0, GOOD), synthetic_run(1, {d: 1.02 * v for d, v in
+                                                              GOOD.items()}),
+                    synthetic_run(2, SHALLOW_LOW)], ignore_index=True)
+    summary, doc, ladder = latency.check(latency.summarize(df, nboot=300))
+    assert doc["coherent_runs"] == [0, 1]
+    assert [r["run"] for r in doc["incoherent_runs"]] == [2]
+    assert {"linear", "leave_one_out"} <= set(doc["incoherent_runs"][0]["failed"])
+    assert all(doc["runs"][0]["checks"][k]["pass"] in (True, None) for k in doc["runs"][0]
+               ["checks"])
+    assert doc["runs"][0]["checks"]["timers_agree"]["value"]["timer"] == "process_cpu"
+    json.dumps(doc)
+    assert ladder.p50_ms.to_numpy() == pytest.approx([12.12, 22.22, 32.32], rel=0.01)
+    assert (ladder.runs_used == 2).all() and (ladder.runs == "0,1").all()
+    assert ladder.coherent.all()
+    assert summary.groupby("run").coherent.first().tolist() == [True, True, False]
+    assert "linear" in summary[summary.run == 2].failed_checks.iloc[0]
+
+
+def test_summary_cli_writes_summary_coherence_and_ladder(tmp_path):
+    paths = []
+    for r, ladder in enumerate([GOOD, GOOD, SHALLOW_LOW]):
+        p = tmp_path / f"run{r}.parquet"
+        synthetic_run(r, ladder).to_parquet(p)
+        paths.append(str(p))
+    out = tmp_path / "out"
+    latency.main(["summary", "--runs", *paths, "--nboot", "200", "--out", str(out / "s.parquet"),
+                  "--coherence", str(out / "c.json"), "--ladder", str(out / "l.parquet")])
+    doc = json.loads((out / "c.json").read_text())
+    assert doc["coherent_runs"] == [0, 1] and doc["canonical_ladder"]["runs_used"] == [0, 1]
+    assert doc["canonical_ladder"]["fit"]["b_ms_per_layer"] == pytest.approx(10, rel=0.05)
+    assert set(doc["runs"][0]["checks"]) == set(latency.coherence.CHECKS)
+    assert doc["runs"][0]["env"]["threads"] == 1
+    lad = pd.read_parquet(out / "l.parquet")
+    assert lad.depth.tolist() == [1, 2, 3] and lad.p50_ms.notna().all()
+    assert len(pd.read_parquet(out / "s.parquet")) == 9
+
+
+def _stats():
+    rows = [{"recipe": r, "strategy": "top", "depth": d, "benchmark": "all", "metric": "ndcg@10",
+             "estimate": e, "ci_low": e - 0.02, "ci_high": e + 0.02}
+            for r, base in (("short", 0.2), ("base", 0.1)) for d, e in
+            ((1, base), (2, base + 0.05), (3, base + 0.08))]
+    return {"ci": pd.DataFrame(rows)}
+
+
+def test_report_and_pareto_show_the_canonical_ladder_and_the_incoherent_runs(tmp_path):
+    df = pd.concat([synthetic_run(0, GOOD), synthetic_run(1, GOOD),
+                    synthetic_run(2, SHALLOW_LOW)], ignore_index=True)
+    summary, _, ladder = latency.check(latency.summarize(df, nboot=200))
+    md = report.latency_section(summary)
+    assert "## Latency ladder" in md and "### Per-run verdicts" in md
+    assert "| 1 | 12.0" in md  # canonical p50 at depth 1: run 2's 4 ms left out
+    assert "- run 2: " in md and "linear" in md.split("- run 2: ")[1]
+    assert "| 2 | INCOHERENT |" in md and "| 0 | coherent |" in md
+    fig = figures.pareto(_stats(), ladder, ["short"])
+    xs = sorted(x for line in fig.axes[0].lines for x in line.get_xdata())
+    assert min(xs) == pytest.approx(12.0, rel=0.02)
+    assert "UNVERIFIED" not in fig.axes[0].get_title()
+    figures.save(fig, [tmp_path / "p.png"])
+    with pytest.raises(ValueError, match="canonical latency ladder"):
+        figures.pareto(_stats(), summary, ["short"])  # per-run rows are not a ladder
+
+
+def test_no_coherent_run_is_impossible_to_miss():
+    df = pd.concat([synthetic_run(0, SHALLOW_LOW), synthetic_run(1, SHALLOW_LOW)])
+    summary, doc, ladder = latency.check(latency.summarize(df, nboot=200))
+    assert doc["coherent_runs"] == [] and ladder.p50_ms.isna().all()
+    assert "No profiling run passed the coherence check" in report.latency_section(summary)
+    fig = figures.pareto(_stats(), ladder, ["short"])
+    assert "UNVERIFIED" in fig.axes[0].get_title()
+
+
+# ---------------------------------------------------------------------------------------
+# One real profiling run on the tiny random BERT (a few seconds)
+# ---------------------------------------------------------------------------------------
+def test_profile_cli_on_a_tiny_model(tiny_model, tmp_path):
+    import torch
+
+    threads = torch.get_num_threads()
+    out = tmp_path / "run3.parquet"
+    try:
+        latency.main(["profile", "--base", str(tiny_model), "--depths", "1", "3", "--run", "3",
+                      "--batch-size", "2", "--seq-len", "16", "--warmup-calls", "3",
+                      "--warmup-window", "2", "--warmup-max-calls", "20", "--rounds", "2",
+                      "--calls-per-round", "2", "--discard-calls", "1", "--threads", "1",
+                      "--out", str(out)])
+    finally:
+        torch.set_num_threads(threads)
+    df = contracts.read_latency(out)
+    assert set(df.stage) == {"forward", "encode", "tokenize"} and set(df.depth) == {1, 3}
+    assert (df.seq_len == 16).all() and (df.batch_size == 2).all() and (df.run == 3).all()
+    assert (df.threads == 1).all() and (df.dtype == "float32").all()
+    assert {"torch", "device_name", "loadavg_before", "loadavg_after", "warmup_calls",
+            "warmup_converged"} <= set(df.columns)
+    assert (df.warmup_calls >= 4).all() and (df.warmup_calls <= 20).all()
+    assert len(df[df.stage == "forward"]) == 2 * 2 * 2

@@ -35,7 +35,7 @@ def tiny_config(model_dir) -> dict:
             "tiny-b": {"source": "docstrings", "packages": ["pandas"], "max_queries": 12,
                        "max_docs": 30, "seed": 1},
         },
-        "eval": {"top_k": 10, "batch_size": 16, "min_queries": 10},
+        "eval": {"top_k": 100, "batch_size": 16, "min_queries": 10},
         "latency": {"runs": 1, "batch_size": 4, "seq_len": 16, "warmup_calls": 2,
                     "rounds": 2, "calls_per_round": 2},
         "stats": {"nboot": 200, "seed": 0},
@@ -188,3 +188,16 @@ def test_a_config_may_hold_only_one_study(tmp_path):
                      str(ROOT / "config/ladder.yaml"))
     counts = job_counts(proc.stdout + proc.stderr)
     assert counts["ladder_train"] == 72 and "train" not in counts
+
+
+def test_paper_config_lists_exactly_the_papers_jobs(tmp_path):
+    proc = snakemake(tmp_path, "-n", "--cores", "8", "--configfile",
+                     str(ROOT / "config/paper.yaml"))
+    counts = job_counts(proc.stdout + proc.stderr)
+    assert counts["train"] == 20  # A: 1 seed, B-D: 3 seeds, E: 1 seed; x 4 depths
+    assert counts["evaluate_trained"] == 60 and counts["evaluate_base"] == 12
+    assert counts["beir_download"] == 3 and counts["triples_download"] == 1
+    assert counts["latency_run"] == 3 and counts["stats"] == 1 and counts["report"] == 1
+    assert not any(r.startswith("ladder") for r in counts)
+    text = proc.stdout
+    assert "gpu=1" in text.split("rule train:")[1].split("rule ")[0]

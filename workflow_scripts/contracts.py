@@ -13,8 +13,10 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas costs ~0.4 s to import; jobs that never write parquet skip it
+    import pandas as pd
 
 METRICS = ("ndcg@10", "recall@100", "map@100", "mrr@10")
 RUN_KEYS = ("recipe", "strategy", "depth", "seed", "benchmark")
@@ -40,6 +42,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp = Path(tmp)
     try:
         yield tmp
+        if tmp.exists():  # mkstemp makes 0600 files; give the final file the usual mode
+            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -56,12 +60,19 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path, text: str) -> None:
@@ -201,12 +212,16 @@ def check_columns(df: pd.DataFrame, required, path) -> None:
 
 def read_eval(path) -> pd.DataFrame:
     """A per-query evaluation parquet (DESIGN.md §5)."""
+    import pandas as pd
+
     df = pd.read_parquet(path)
     check_columns(df, ("query_id", *METRICS, *RUN_KEYS), path)
     return df
 
 
 def read_latency(path) -> pd.DataFrame:
+    import pandas as pd
+
     df = pd.read_parquet(path)
     check_columns(df, LATENCY_COLUMNS, path)
     return df

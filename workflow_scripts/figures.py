@@ -41,18 +41,24 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
     panels = [ALL] + benches if ALL in set(ci["benchmark"]) else benches
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False,
                              sharey=False)
+    strategies = sorted(ci.strategy.unique())
+    lines = [(r, s) for r in _recipes(ci, order) for s in strategies]
     for ax, bench in zip(axes[0], panels, strict=True):
-        for i, recipe in enumerate(_recipes(ci, order)):
+        for i, (recipe, strategy) in enumerate(lines):
             color = f"C{i}"
-            c = ci[(ci.recipe == recipe) & (ci.benchmark == bench)].sort_values("depth")
-            ax.plot(c.depth, c.estimate, "o-", color=color, label=recipe)
+            label = recipe if len(strategies) == 1 else f"{recipe} ({strategy})"
+            sel = (ci.recipe == recipe) & (ci.strategy == strategy) & (ci.benchmark == bench)
+            c = ci[sel].sort_values("depth")
+            ax.plot(c.depth, c.estimate, "o-", color=color, label=label)
             ax.fill_between(c.depth, c.ci_low, c.ci_high, color=color, alpha=0.25, lw=0)
-            s = (seeds[(seeds.recipe == recipe) & (seeds.benchmark == bench)]
+            s = (seeds[(seeds.recipe == recipe) & (seeds.strategy == strategy)
+                       & (seeds.benchmark == bench)]
                  .groupby("depth")["mean"].agg(["mean", "std"]).reset_index())
             if s["std"].notna().any():
                 ax.plot(s.depth, s["mean"] + 2 * s["std"], ":", color=color, lw=1)
                 ax.plot(s.depth, s["mean"] - 2 * s["std"], ":", color=color, lw=1)
-        b = ci[(ci.recipe == BASE) & (ci.benchmark == bench)].sort_values("depth")
+        b = ci[(ci.recipe == BASE) & (ci.benchmark == bench)
+               & (ci.strategy == strategies[0])].sort_values("depth")
         if len(b):
             ax.errorbar(b.depth, b.estimate, yerr=[b.estimate - b.ci_low, b.ci_high - b.estimate],
                         fmt="s--", color="gray", capsize=3, label="untrained base")
@@ -74,6 +80,7 @@ def per_benchmark_degradation(stats: dict, pair=None, order=()) -> plt.Figure:
     recipes = _recipes(stats["ci"], order)
     a, b = pair if pair else (recipes[0], recipes[-1])
     comp = comp[(comp.recipe_a == a) & (comp.recipe_b == b)]
+    comp = comp[comp.strategy == comp.strategy.min()]  # one depth strategy per figure
     if comp.empty:
         raise contracts.DataError(f"no comparison between recipes {a!r} and {b!r} in the stats")
     benches = list(comp.benchmark.unique())
@@ -136,29 +143,56 @@ def pareto_front(points: pd.DataFrame) -> pd.DataFrame:
 
 
 def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
+    """Accuracy vs the canonical latency ladder: `latency` is results/latency/ladder.parquet,
+    one row per depth whose p50_ms is the median over the coherent profiling runs only.
+    Where no run was coherent (p50_ms NaN) the figure falls back to the median of all runs
+    and says so in red: those latencies failed the coherence check."""
+    if latency["depth"].duplicated().any():
+        raise ValueError("pareto needs the canonical latency ladder (one row per depth: "
+                         "results/latency/ladder.parquet), not per-run rows")
+    lad = latency.set_index("depth")
+    p50 = lad["p50_ms"].astype(float)
+    unverified = p50.isna()
+    if unverified.any() and "p50_all_runs_ms" in lad:
+        p50 = p50.fillna(lad["p50_all_runs_ms"].astype(float))
     ci = stats["ci"]
     bench = ALL if ALL in set(ci.benchmark) else ci.benchmark.iloc[0]
-    ladder = latency.groupby("depth")["p50_ms"].median()
     pts = ci[ci.benchmark == bench].copy()
-    pts = pts[pts.depth.isin(ladder.index)]
-    pts["p50_ms"] = pts.depth.map(ladder)
+    pts = pts[pts.depth.isin(p50.dropna().index)]
+    pts["p50_ms"] = pts.depth.map(p50)
+    xerr = None
+    if {"min_run_p50_ms", "max_run_p50_ms"} <= set(lad):
+        pts["x_lo"] = pts.depth.map(lad["min_run_p50_ms"].astype(float))
+        pts["x_hi"] = pts.depth.map(lad["max_run_p50_ms"].astype(float))
+        xerr = True
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for i, recipe in enumerate([*_recipes(ci, order), BASE]):
         p = pts[pts.recipe == recipe].sort_values("depth")
         if p.empty:
             continue
         color = "gray" if recipe == BASE else f"C{i}"
+        xe = None
+        if xerr and p.x_lo.notna().all():
+            xe = [(p.p50_ms - p.x_lo).clip(lower=0), (p.x_hi - p.p50_ms).clip(lower=0)]
         ax.errorbar(p.p50_ms, p.estimate, yerr=[p.estimate - p.ci_low, p.ci_high - p.estimate],
-                    fmt="o", color=color, capsize=3,
+                    xerr=xe, fmt="o", color=color, capsize=3,
                     label="untrained base" if recipe == BASE else recipe)
         for _, r in p.iterrows():
             ax.annotate(f"L{r.depth}", (r.p50_ms, r.estimate), textcoords="offset points",
                         xytext=(5, 3), fontsize=7, color=color)
     front = pareto_front(pts[pts.recipe != BASE])
     ax.plot(front.p50_ms, front.estimate, "-", color="k", lw=1, alpha=0.6, label="Pareto front")
-    ax.set_xlabel("encode latency p50 (ms per batch, canonical ladder)")
+    runs = int(lad["runs_used"].max()) if "runs_used" in lad else None
+    shape = (f", batch {int(lad['batch_size'].iloc[0])} x {int(lad['seq_len'].iloc[0])} tokens"
+             if {"batch_size", "seq_len"} <= set(lad) else "")
+    source = ("canonical ladder" if runs is None
+              else f"median of {runs} coherent run{'s' * (runs != 1)}")
+    ax.set_xlabel(f"encode latency p50 (ms per batch{shape}; {source})", fontsize=8)
     ax.set_ylabel(f"{ci.metric.iloc[0]} ({'mean of benchmarks' if bench == ALL else bench})")
     ax.set_title("Accuracy–latency trade-off (95% CI)")
+    if unverified.any():
+        ax.set_title("Accuracy–latency trade-off (95% CI)\nLATENCY UNVERIFIED: no profiling run "
+                     "passed the coherence check", color="red", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

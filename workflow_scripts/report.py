@@ -77,6 +77,8 @@ def comparison_section(comp: pd.DataFrame) -> str:
                             "p = P(δ ≤ 0), one-sided."),
         "depth": ("Depth vs depth within a recipe",
                   "paired by seed; p two-sided; `equivalent` = TOST |δ| < ε at the CI level."),
+        "strategy": ("Depth strategy vs depth strategy",
+                     "same recipe and depth, paired by seed; p two-sided."),
         "recipe": ("Budget vs budget at each depth",
                    "paired where the recipes share seeds, single-baseline where one has one "
                    "seed, else unpaired; p two-sided."),
@@ -134,14 +136,83 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame)
     return "\n".join(out)
 
 
+def _latency_setup(summary: pd.DataFrame) -> str:
+    """'batch 8 x 32 tokens, cpu (AMD EPYC), 1 thread, float32' from the summary's columns."""
+    first = summary.iloc[0]
+    parts = []
+    if {"batch_size", "seq_len"} <= set(summary):
+        parts.append(f"batch {int(first['batch_size'])} × {int(first['seq_len'])} tokens")
+    if "device" in summary:
+        name = f" ({first['device_name']})" if "device_name" in summary else ""
+        parts.append(f"{first['device']}{name}")
+    if "threads" in summary:
+        parts.append(f"{int(first['threads'])} thread{'s' * (int(first['threads']) != 1)}")
+    if "dtype" in summary:
+        parts.append(str(first["dtype"]))
+    return ", ".join(parts)
+
+
 def latency_section(summary: pd.DataFrame) -> str:
-    ladder = summary.groupby("depth").agg(p50_ms=("p50_ms", "median"),
-                                          iqr_ms=("iqr_ms", "median"),
-                                          p90_ms=("p90_ms", "median"),
-                                          runs=("run", "nunique")).reset_index()
-    return ("## Latency ladder\n\nEncode latency of one fixed pre-tokenized batch, all depths "
-            "in one process, median over runs of each run's p50.\n\n" + md_table(ladder, 2)
-            + "\n")
+    """The canonical latency ladder (median over the coherent runs of each run's p50), every
+    run's coherence verdict and the incoherent runs with their failed checks."""
+    from workflow_scripts.coherence import canonical_ladder, linear_fit
+
+    head = ("## Latency ladder\n\nEncode latency of one fixed pre-tokenized batch"
+            + (f" ({_latency_setup(summary)})" if len(summary) else "")
+            + ", all depths in one process per run, depths visited in a fresh random order "
+            "every round.")
+    wide = summary.pivot(index="run", columns="depth", values="p50_ms").sort_index()
+    depths = wide.columns.to_numpy()
+    if "coherent" not in summary:  # a summary from before the coherence check
+        ladder = pd.DataFrame({"depth": depths, "p50_ms": wide.median().to_numpy(),
+                               "runs": len(wide)})
+        return (head + " Coherence not checked: median over all runs of each run's p50."
+                "\n\n" + md_table(ladder, 2) + "\n")
+    per_run = summary.groupby("run").first()
+    coherent = per_run.loc[wide.index, "coherent"].astype(bool).to_numpy()
+    p50, used = canonical_ladder(depths, wide.to_numpy(), coherent)
+    ladder = pd.DataFrame({"depth": depths.astype(int), "p50_ms": p50,
+                           "runs used": used.astype(int)})
+    for col, name in (("encode_p50_ms", "encode() p50_ms"),
+                      ("tokenize_p50_ms", "tokenization p50_ms")):
+        if col in summary:
+            sub = summary[summary.run.isin(wide.index[coherent])].groupby("depth")[col]
+            ladder[name] = ladder.depth.map(sub.median()).astype(float)
+    out = [head + " Every run's ladder is checked for physical coherence (monotone, linear, "
+           "constant per-layer slope, leave-one-out prediction, timers agree, stable; "
+           "`results/latency/coherence.json` holds each check's value). The canonical "
+           "ladder is, per depth, the median over the coherent runs only of each run's p50 "
+           "(ms per batch of model calls; `encode()` adds tokenization).\n"]
+    if coherent.any():
+        out.append(md_table(ladder, 2) + "\n")
+        if len(depths) >= 2:
+            a, b, r2 = linear_fit(depths, p50)
+            out.append(f"Fit: p50 ≈ {a:.2f} + {b:.2f} × n_layers ms (R² {r2:.4f}).\n")
+    else:
+        out.append("**No profiling run passed the coherence check: there is no canonical "
+                   "latency ladder.** The Pareto figure shows the median of all runs, "
+                   "marked unverified.\n")
+    verdicts = pd.DataFrame({
+        "run": wide.index.astype(int),
+        "verdict": ["coherent" if c else "INCOHERENT" for c in coherent],
+        "failed checks": [per_run.loc[r, "failed_checks"] or "–" for r in wide.index],
+        **{f"p50 L{int(d)} (ms)": wide[d].to_numpy() for d in depths},
+    })
+    if "iqr_ms" in summary:
+        ratio = (summary.iqr_ms / summary.p50_ms).groupby(summary.run).max()
+        verdicts["max IQR/median"] = verdicts.run.map(ratio).astype(float)
+    out.append("### Per-run verdicts\n\n" + md_table(verdicts, 3) + "\n")
+    bad = [r for r, c in zip(wide.index, coherent, strict=True) if not c]
+    if bad:
+        lines = ["### Incoherent runs (left out of the canonical ladder)\n"]
+        for r in bad:
+            why = per_run.loc[r, "why"] if "why" in per_run else ""
+            lines.append(f"- run {int(r)}: {per_run.loc[r, 'failed_checks']}"
+                         + (f" — {why}" if why else ""))
+        out.append("\n".join(lines) + "\n")
+    else:
+        out.append("Every run passed every check.\n")
+    return "\n".join(out)
 
 
 def build(stats_dir, latency=None, cards=(), extras=(), title="depthlab results") -> str:

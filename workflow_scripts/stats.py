@@ -148,6 +148,11 @@ def comparison_pairs(arms: dict, budget_order: list[str]) -> list[tuple[str, tup
         depths = sorted(d for r, s, d in arms if r == recipe and s == strategy)
         for shallow, deep in itertools.combinations(depths, 2):
             pairs.append(("depth", (recipe, strategy, shallow), (recipe, strategy, deep)))
+    for recipe in recipes:  # depth strategies against each other at the same depth
+        for s_a, s_b in itertools.combinations(strategies, 2):
+            for d in sorted({k[2] for k in arms}):
+                if (recipe, s_a, d) in arms and (recipe, s_b, d) in arms:
+                    pairs.append(("strategy", (recipe, s_a, d), (recipe, s_b, d)))
     for strategy in strategies:
         for r_a, r_b in itertools.combinations(recipes, 2):
             for d in sorted({k[2] for k in arms}):

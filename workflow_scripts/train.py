@@ -42,10 +42,39 @@ def device_and_precision(precision: str) -> tuple[str, dict]:
     return "cpu", {"use_cpu": True}
 
 
+def last_checkpoint(state_dir) -> Path | None:
+    """The newest complete trainer checkpoint (trainer_state.json is written last)."""
+    state_dir = Path(state_dir)
+    if not state_dir.is_dir():
+        return None
+    done = [p for p in state_dir.glob("checkpoint-*") if (p / "trainer_state.json").exists()]
+    return max(done, key=lambda p: int(p.name.split("-")[1]), default=None)
+
+
+def _step_delay_callback():
+    """Test hook: DEPTHLAB_TEST_STEP_DELAY=seconds slows every step so that a test can kill
+    the job mid-run (tiny models train too fast to catch otherwise)."""
+    import os
+
+    from transformers import TrainerCallback
+
+    delay = float(os.environ.get("DEPTHLAB_TEST_STEP_DELAY", "0"))
+
+    class StepDelay(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            time.sleep(delay)
+
+    return [StepDelay()] if delay > 0 else []
+
+
 def train(*, base: str, strategy: str, depth: int, seed: int, recipe: dict, triples,
-          out_dir, threads: int = 1, max_seq_length: int = 128) -> dict:
-    """Train and save the model to `out_dir` (atomically); return a training summary."""
-    import tempfile
+          out_dir, threads: int = 1, max_seq_length: int = 128, state_dir=None) -> dict:
+    """Train and save the model to `out_dir` (atomically); return a training summary.
+
+    With recipe["checkpoint_every"] = K > 0 the trainer state is saved every K steps in
+    `state_dir` (default: OUT_DIR.trainer, the last 2 kept); a rerun after a crash resumes
+    from the newest complete one, and the state is removed once the model is saved."""
+    import shutil
 
     import torch
     from datasets import Dataset
@@ -56,45 +85,55 @@ def train(*, base: str, strategy: str, depth: int, seed: int, recipe: dict, trip
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-    from workflow_scripts.models import load_truncated, set_threads
+    from workflow_scripts.models import freeze_all_but_last, load_truncated, set_threads
 
     set_threads(threads)
     torch.manual_seed(seed)
     device, precision_args = device_and_precision(recipe.get("precision", "fp32"))
     model = load_truncated(base, strategy, depth, device=device)
+    if strategy == "freeze":
+        freeze_all_but_last(model, depth)
     model.max_seq_length = max_seq_length
     df = load_triples(triples)
     dataset = Dataset.from_pandas(df, preserve_index=False)
     loss = MultipleNegativesRankingLoss(model, scale=recipe.get("scale", 20.0))
     steps = int(recipe["steps"])
+    every = int(recipe.get("checkpoint_every", 0))
+    state_dir = Path(state_dir or f"{Path(out_dir)}.trainer")
+    resume = last_checkpoint(state_dir) if every else None
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory() as scratch:
-        args = SentenceTransformerTrainingArguments(
-            output_dir=scratch,
-            max_steps=steps,
-            per_device_train_batch_size=int(recipe["batch_size"]),
-            learning_rate=float(recipe["lr"]),
-            warmup_steps=int(recipe.get("warmup", 0)),
-            weight_decay=float(recipe.get("weight_decay", 0.01)),
-            lr_scheduler_type=recipe.get("scheduler", "linear"),
-            seed=seed,
-            batch_sampler=BatchSamplers.NO_DUPLICATES,
-            save_strategy="no",
-            logging_steps=max(1, steps // 20),
-            report_to="none",
-            dataloader_num_workers=0,
-            disable_tqdm=False,
-            **precision_args,
-        )
-        trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
-                                             loss=loss)
-        result = trainer.train()
-        history = [h for h in trainer.state.log_history if "loss" in h]
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(state_dir),
+        max_steps=steps,
+        per_device_train_batch_size=int(recipe["batch_size"]),
+        learning_rate=float(recipe["lr"]),
+        warmup_steps=int(recipe.get("warmup", 0)),
+        weight_decay=float(recipe.get("weight_decay", 0.01)),
+        lr_scheduler_type=recipe.get("scheduler", "linear"),
+        seed=seed,
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        save_strategy="steps" if every else "no",
+        save_steps=every or 500,
+        save_total_limit=2,
+        logging_steps=max(1, steps // 20),
+        report_to="none",
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+        **precision_args,
+    )
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
+                                         loss=loss, callbacks=_step_delay_callback())
+    if resume:
+        print(f"resuming from {resume}", flush=True)
+    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    history = [h for h in trainer.state.log_history if "loss" in h]
     seconds = time.perf_counter() - t0
     summary = {
         "base": base, "strategy": strategy, "depth": depth, "seed": seed, "recipe": recipe,
         "device": device, "threads": threads, "max_seq_length": max_seq_length,
         "steps": steps, "train_seconds": round(seconds, 3),
+        "resumed_from": str(resume) if resume else None,
+        "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "final_loss": float(result.training_loss),
         "loss_history": [{"step": h["step"], "loss": h["loss"]} for h in history],
         "torch": torch.__version__,
@@ -102,6 +141,7 @@ def train(*, base: str, strategy: str, depth: int, seed: int, recipe: dict, trip
     with contracts.atomic_dir(out_dir) as tmp:
         model.save(str(tmp), safe_serialization=True)
         (tmp / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    shutil.rmtree(state_dir, ignore_errors=True)
     return summary
 
 
@@ -116,10 +156,11 @@ def main(argv=None) -> None:
     ap.add_argument("--max-seq-length", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--state-dir", help="resumable trainer state (default: OUT.trainer)")
     a = ap.parse_args(argv)
     summary = train(base=a.base, strategy=a.strategy, depth=a.depth, seed=a.seed,
                     recipe=json.loads(a.recipe_json), triples=a.triples, out_dir=Path(a.out),
-                    threads=a.threads, max_seq_length=a.max_seq_length)
+                    threads=a.threads, max_seq_length=a.max_seq_length, state_dir=a.state_dir)
     print(f"{a.out}: {summary['steps']} steps in {summary['train_seconds']:.1f} s, "
           f"final loss {summary['final_loss']:.4f}")
 

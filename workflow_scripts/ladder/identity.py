@@ -17,28 +17,13 @@ import argparse
 import numpy as np
 
 from workflow_scripts.contracts import write_json
+from workflow_scripts.ladder import model
 
 STATS = ("block_ratio", "stack_rel_change", "stack_cos")
 
 
-def stack_identity(net, x) -> dict:
-    import torch
-
-    with torch.no_grad():
-        h0 = h = net.embed(x)
-        ratios = []
-        for block in net.blocks:
-            branch = block.branch(h)
-            ratios.append(float((branch.norm(dim=-1) / h.norm(dim=-1)).mean()))
-            h = h + branch
-        rel = (h - h0).norm(dim=-1) / h0.norm(dim=-1)
-        cos = torch.nn.functional.cosine_similarity(h, h0, dim=-1)
-    return {"block_ratio": ratios, "stack_rel_change": float(rel.mean()),
-            "stack_cos": float(cos.mean())}
-
-
 def aggregate(per_seed: dict) -> dict:
-    """{seed: stack_identity(...)} -> mean and std (ddof 1) over seeds of every statistic."""
+    """{seed: model.stack_identity(...)} -> mean and std (ddof 1) over seeds of every statistic."""
     out = {"seeds": sorted(per_seed), "per_seed": {str(s): v for s, v in per_seed.items()}}
     for stat in STATS:
         vals = np.array([per_seed[s][stat] for s in sorted(per_seed)], dtype=float)
@@ -49,7 +34,6 @@ def aggregate(per_seed: dict) -> dict:
 
 def check(arrays, configs: dict, seeds, runs=()) -> dict:
     """configs: name -> (d, blocks); runs: paths of k=0 ladder runs (optional)."""
-    from workflow_scripts.ladder import model
     from workflow_scripts.ladder.runs import read_run
     from workflow_scripts.ladder.train import tensors
 
@@ -63,12 +47,11 @@ def check(arrays, configs: dict, seeds, runs=()) -> dict:
                 meta["seed"]] = meta["identity_trained_embedding"]
     result = {}
     for name, (d, blocks) in configs.items():
-        init = {s: stack_identity(model.build(x_tr.shape[1], d, blocks, n_classes, s), x_te)
+        init = {s: model.stack_identity(model.build(x_tr.shape[1], d, blocks, n_classes, s), x_te)
                 for s in seeds}
         result[name] = {
             "d": d, "blocks": blocks, "init": aggregate(init),
-            "trained_embedding": {m: aggregate(v) for m, v in
-                                  sorted(trained.get(name, {}).items())},
+            "trained_embedding": {m: aggregate(v) for m, v in trained.get(name, {}).items()},
         }
     return result
 

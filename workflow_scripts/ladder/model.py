@@ -46,3 +46,19 @@ def build(in_dim: int, d: int, n_blocks: int, n_classes: int, seed: int) -> ResM
     method and every k starts from the same weights (runs are paired by seed)."""
     torch.manual_seed(seed)
     return ResMLP(in_dim, d, n_blocks, n_classes)
+
+
+def stack_identity(net: ResMLP, x: torch.Tensor) -> dict:
+    """Per block ||f_l(h_l)|| / ||h_l||; whole stack ||h_L - h_0|| / ||h_0|| and cos(h_L, h_0):
+    each per example, then averaged over examples (docs/ladder.md, identity check)."""
+    with torch.no_grad():
+        h0 = h = net.embed(x)
+        ratios = []
+        for block in net.blocks:
+            branch = block.branch(h)
+            ratios.append(float((branch.norm(dim=-1) / h.norm(dim=-1)).mean()))
+            h = h + branch
+        rel = (h - h0).norm(dim=-1) / h0.norm(dim=-1)
+        cos = torch.nn.functional.cosine_similarity(h, h0, dim=-1)
+    return {"block_ratio": ratios, "stack_rel_change": float(rel.mean()),
+            "stack_cos": float(cos.mean())}

@@ -54,8 +54,9 @@ def _pct(x) -> str:
 
 
 def _md(df: pd.DataFrame) -> str:
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    cell = lambda v: str(v).replace("|", "\\|")  # noqa: E731 -- a pipe would end the cell
+    lines = ["| " + " | ".join(map(cell, df.columns)) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in df.itertuples(index=False)]
     return "\n".join(lines)
 
 
@@ -105,8 +106,10 @@ def summary(table, comps, cross, identity: dict) -> str:
 def identity_table(identity: dict) -> pd.DataFrame:
     rows = []
     for config, r in identity.items():
+        trained = sorted(r["trained_embedding"].items(),  # JSON keys come back sorted
+                         key=lambda mv: list(LABELS).index(mv[0]) if mv[0] in LABELS else 99)
         sources = [("init", r["init"])] + [(f"trained emb. ({LABELS.get(m, m)})", v)
-                                          for m, v in r["trained_embedding"].items()]
+                                          for m, v in trained]
         for source, s in sources:
             ratios = ", ".join(f"{m:.2f}±{sd:.2f}" for m, sd in
                                zip(s["block_ratio"]["mean"], s["block_ratio"]["std"],
@@ -128,7 +131,7 @@ def crosscheck_table(cross: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "ladder acc %": g.ladder_accuracy.mean().map(_pct),
         "standalone acc %": g.standalone_accuracy.mean().map(_pct),
-        "max |Δ| (points)": g.difference.apply(lambda d: f"{100 * d.abs().max():.2f}"),
+        "max abs Δ (points)": g.difference.apply(lambda d: f"{100 * d.abs().max():.2f}"),
         "same predictions (min over seeds)": g.same_predictions.min().map(lambda x: f"{x:.3f}"),
         "seeds": g.seed.count(),
     }).reset_index()

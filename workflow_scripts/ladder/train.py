@@ -122,10 +122,8 @@ def run(arrays, *, d: int, blocks: int, seed: int, epochs: int, batch_size: int 
         "threads": torch.get_num_threads(), "torch": torch.__version__,
     }
     if kind == "ladder" and k == 0:
-        from workflow_scripts.ladder.identity import stack_identity
-
         # the frozen stack as this run leaves it: random blocks on the trained embedding
-        summary["identity_trained_embedding"] = stack_identity(trainer.model, x_te)
+        summary["identity_trained_embedding"] = model.stack_identity(trainer.model, x_te)
     return {"labels": y_te.cpu().numpy(), "preds": preds.cpu().numpy(), "summary": summary,
             "model": trainer.model}
 

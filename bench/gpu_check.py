@@ -1,0 +1,90 @@
+"""The GPU checks behind bench/gpu_check.sh (see there)."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+import torch
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--allow-cpu", action="store_true", help="run without CUDA (smoke test)")
+    ap.add_argument("--small", action="store_true", help="a 4-layer, hidden-128 model")
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--seq-len", type=int, default=128)
+    a = ap.parse_args()
+    cuda = torch.cuda.is_available()
+    if not cuda and not a.allow_cpu:
+        raise SystemExit("no CUDA device: run on a GPU machine (or pass --allow-cpu --small)")
+    device = "cuda" if cuda else "cpu"
+    print(f"torch {torch.__version__}, device {torch.cuda.get_device_name() if cuda else 'cpu'}")
+
+    from sentence_transformers import SentenceTransformer
+
+    from workflow_scripts.models import make_tiny_model
+
+    shape = (dict(layers=4, hidden=128, heads=2, intermediate=512) if a.small
+             else dict(layers=12, hidden=768, heads=12, intermediate=3072))
+    with tempfile.TemporaryDirectory() as d:
+        path = make_tiny_model(f"{d}/bert", seed=0, **shape)
+        model = SentenceTransformer(str(path), device=device)
+        model.max_seq_length = a.seq_len
+        texts = [f"query number {i} about retrieval with dense encoders " * 12 for i in range(
+            a.batch_size * 3)]
+
+        # 1. One bf16 MNRL training step (autocast, as the Trainer does with bf16=True).
+        from sentence_transformers.sentence_transformer.losses import (
+            MultipleNegativesRankingLoss,
+        )
+
+        loss_fn = MultipleNegativesRankingLoss(model)
+        opt = torch.optim.AdamW(model.parameters(), lr=2e-5)
+        feats = [model.tokenize(texts[i * a.batch_size:(i + 1) * a.batch_size]) for i in range(3)]
+        feats = [{k: v.to(device) for k, v in f.items()} for f in feats]
+        for step in range(4):  # the first steps warm up kernels
+            if cuda:
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=True):
+                loss = loss_fn(feats, None)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            if cuda:
+                torch.cuda.synchronize()
+            dt = time.perf_counter() - t0
+        print(f"bf16 MNRL step (batch {a.batch_size} triples, seq {a.seq_len}): "
+              f"{dt * 1e3:.1f} ms, {a.batch_size / dt:.1f} triples/s, loss {loss.item():.3f}")
+
+        # 2. fp32 evaluation encode.
+        model.eval()
+        with torch.inference_mode():
+            model.encode(texts[:a.batch_size], batch_size=a.batch_size)
+            if cuda:
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            emb = model.encode(texts * 4, batch_size=a.batch_size, convert_to_numpy=True)
+            if cuda:
+                torch.cuda.synchronize()
+            dt = time.perf_counter() - t0
+        print(f"fp32 encode: {len(emb) / dt:.1f} texts/s (dtype {emb.dtype})")
+
+        # 3. The latency ladder through the workflow's own protocol.
+        from workflow_scripts import latency
+        from workflow_scripts.models import load_truncated
+
+        depths = [3, 6, 9, 12] if not a.small else [1, 2, 3, 4]
+        models = {n: load_truncated(str(path), "top", n, device=device).eval() for n in depths}
+        batch = {k: v.to(device) for k, v in latency.fixed_batch(
+            models[depths[0]].tokenizer, a.batch_size, a.seq_len).items()}
+        calls = {n: (lambda b, m=m: m(dict(b))) for n, m in models.items()}
+        df = latency.profile(calls, batch, run=0, warmup_calls=20, rounds=5, calls_per_round=10,
+                             device=device, seed=0)
+        print(latency.summarize(df).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""A training job killed mid-run resumes from its last trainer checkpoint and ends with the
+same model as an uninterrupted run (CPU, tiny model)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+from conftest import ROOT
+from safetensors.numpy import load_file
+
+from workflow_scripts import docstrings, evaluate
+from workflow_scripts.encoder import load_encoder
+
+RECIPE = {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 1, "checkpoint_every": 2}
+
+
+def _train_cmd(model, triples, out):
+    return [sys.executable, "-m", "workflow_scripts.train", "--base", str(model), "--depth", "2",
+            "--seed", "5", "--recipe-json", json.dumps(RECIPE), "--triples", str(triples),
+            "--max-seq-length", "16", "--out", str(out)]
+
+
+def _env(**extra):
+    return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("resume")
+    pairs = docstrings.collect_pairs("pandas")
+    docstrings.build_triples(pairs[:120], max_triples=60, seed=0).to_parquet(d / "t.parquet")
+    corpus, queries, qrels = docstrings.build_beir(pairs[120:], max_queries=30, max_docs=60,
+                                                   seed=0)
+    from workflow_scripts import contracts
+
+    contracts.write_beir(d / "bench", corpus, queries, qrels)
+    return d
+
+
+def _metrics(model_dir, bench) -> pd.DataFrame:
+    df, _ = evaluate.evaluate_model(load_encoder(str(model_dir), max_seq_length=16), bench,
+                                    top_k=100)
+    return df
+
+
+@pytest.mark.slow
+def test_killed_training_resumes_to_the_same_model(tiny_model, data):
+    ref, out = data / "ref", data / "out"
+    subprocess.run(_train_cmd(tiny_model, data / "t.parquet", ref), env=_env(), check=True,
+                   capture_output=True)
+
+    # Slow each step down so the job can be killed between checkpoints.
+    proc = subprocess.Popen(_train_cmd(tiny_model, data / "t.parquet", out),
+                            env=_env(DEPTHLAB_TEST_STEP_DELAY="0.4"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = data / "out.trainer"
+    deadline = time.time() + 240
+    while not (state / "checkpoint-4" / "trainer_state.json").exists():
+        assert proc.poll() is None, "training ended before it could be killed"
+        assert time.time() < deadline, "no checkpoint-4 appeared"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()  # the final model is written atomically, never half
+
+    rerun = subprocess.run(_train_cmd(tiny_model, data / "t.parquet", out), env=_env(),
+                           check=True, capture_output=True, text=True)
+    assert "resuming from" in rerun.stdout
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert summary["resumed_from"].endswith(("checkpoint-4", "checkpoint-6"))
+    assert not state.exists()  # trainer state is removed once the model is saved
+
+    pd.testing.assert_frame_equal(_metrics(ref, data / "bench"), _metrics(out, data / "bench"),
+                                  check_exact=True)
+    w_ref, w_out = load_file(ref / "model.safetensors"), load_file(out / "model.safetensors")
+    assert all((w_ref[k] == w_out[k]).all() for k in w_ref)  # bitwise, not just close

@@ -1,0 +1,50 @@
+"""Training: deterministic on CPU for a seed, bad triples named, model saved as safetensors."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from safetensors.numpy import load_file
+
+from workflow_scripts import contracts, train
+
+RECIPE = {"batch_size": 4, "steps": 3, "lr": 1e-3, "warmup": 0}
+
+
+@pytest.fixture(scope="module")
+def triples(tmp_path_factory):
+    words = ["mean", "sum", "sort", "merge", "plot", "fit", "scale", "split", "join", "read"]
+    rows = [{"query": f"how to {w} values {i}", "positive": f"{w} the values of an array {i}",
+             "negative": f"{words[(j + 1) % 10]} something else {i}"}
+            for i in range(3) for j, w in enumerate(words)]
+    p = tmp_path_factory.mktemp("triples") / "t.parquet"
+    pd.DataFrame(rows).to_parquet(p)
+    return p
+
+
+def _train(tiny_model, triples, out, seed):
+    return train.train(base=str(tiny_model), strategy="top", depth=2, seed=seed, recipe=RECIPE,
+                       triples=triples, out_dir=out, threads=1, max_seq_length=16)
+
+
+def test_same_seed_same_weights_other_seed_differs(tiny_model, triples, tmp_path):
+    s1 = _train(tiny_model, triples, tmp_path / "a", 7)
+    _train(tiny_model, triples, tmp_path / "b", 7)
+    _train(tiny_model, triples, tmp_path / "c", 8)
+    wa, wb, wc = (load_file(tmp_path / x / "model.safetensors") for x in "abc")
+    assert wa.keys() == wb.keys()
+    assert all((wa[k] == wb[k]).all() for k in wa)  # bitwise
+    assert any((wa[k] != wc[k]).any() for k in wa)
+    assert s1["steps"] == 3 and s1["device"] == "cpu"
+    assert not any(k.startswith("encoder.layer.2.") for k in wa)  # depth 2 of 3 kept
+
+
+def test_empty_text_is_named(tmp_path):
+    p = tmp_path / "bad.parquet"
+    pd.DataFrame({"query": ["q", "  "], "positive": ["p", "p2"], "negative": ["n", "n2"]}
+                 ).to_parquet(p)
+    with pytest.raises(contracts.DataError, match=r"bad\.parquet: row 1 has an empty text"):
+        train.load_triples(p)
+    pd.DataFrame({"query": ["q"], "positive": ["p"]}).to_parquet(p)
+    with pytest.raises(contracts.DataError, match="missing column"):
+        train.load_triples(p)
