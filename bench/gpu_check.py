@@ -44,7 +44,7 @@ def main() -> None:
         opt = torch.optim.AdamW(model.parameters(), lr=2e-5)
         feats = [model.tokenize(texts[i * a.batch_size:(i + 1) * a.batch_size]) for i in range(3)]
         feats = [{k: v.to(device) for k, v in f.items()} for f in feats]
-        for step in range(4):  # the first steps warm up kernels
+        for _ in range(4):  # the first steps warm up kernels
             if cuda:
                 torch.cuda.synchronize()
             t0 = time.perf_counter()

@@ -138,3 +138,12 @@ def figure_outputs(name, category="Bi-encoder depth study"):
     """A figure's files, registered for `snakemake --report` with its caption."""
     caption = f"../docs/report/{name}.rst"
     return [report(p, caption=caption, category=category) for p in figure_files(name)]
+
+
+def eval_args(benchmark):
+    """Evaluation options of one benchmark (identical-id dropping is per dataset)."""
+    ev = config["eval"]
+    args = f"--top-k {ev['top_k']} --batch-size {ev['batch_size']} --max-seq-length {MAX_SEQ}"
+    if DATASETS[benchmark].get("ignore_identical_ids"):
+        args += " --ignore-identical-ids"
+    return args

@@ -1,13 +1,11 @@
 # Evaluation: one job per (model, benchmark), so new data for one benchmark reruns only
 # that benchmark's evaluations. The untrained truncated base ("step 0") is evaluated too.
 
-EVAL = config["eval"]
 EVAL_CODE = CODE(
     "workflow_scripts/evaluate.py",
     "workflow_scripts/encoder.py",
     "workflow_scripts/contracts.py",
 )
-EVAL_ARGS = f"--top-k {EVAL['top_k']} --batch-size {EVAL['batch_size']} --max-seq-length {MAX_SEQ}"
 
 
 rule evaluate_trained:
@@ -28,7 +26,7 @@ rule evaluate_trained:
         gpu=1,
     params:
         model=lambda wc, input: os.path.dirname(input.model),
-        args=EVAL_ARGS,
+        args=lambda wc: eval_args(wc.benchmark),
     shell:
         "python -m workflow_scripts.evaluate --model {params.model} {params.args}"
         " --strategy {wildcards.strategy} --depth {wildcards.depth}"
@@ -54,7 +52,7 @@ rule evaluate_base:
         gpu=1,
     params:
         base=config["base_model"],
-        args=EVAL_ARGS,
+        args=lambda wc: eval_args(wc.benchmark),
     shell:
         "python -m workflow_scripts.evaluate --base {params.base:q} {params.args}"
         " --strategy {wildcards.strategy} --depth {wildcards.depth}"

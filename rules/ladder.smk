@@ -263,7 +263,6 @@ rule ladder_figure:
     threads: 1
     resources:
         mem_mb=1000,
-    params:
     shell:
         "python -m workflow_scripts.ladder.report figure --table {input.table} --out {output}"
         " > {log} 2>&1"
@@ -285,7 +284,6 @@ rule ladder_summary:
     threads: 1
     resources:
         mem_mb=1000,
-    params:
     shell:
         "python -m workflow_scripts.ladder.report summary --table {input.table}"
         " --comparisons {input.comparisons} --crosscheck {input.crosscheck}"

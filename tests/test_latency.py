@@ -235,3 +235,13 @@ def test_profile_cli_on_a_tiny_model(tiny_model, tmp_path):
             "warmup_converged"} <= set(df.columns)
     assert (df.warmup_calls >= 4).all() and (df.warmup_calls <= 20).all()
     assert len(df[df.stage == "forward"]) == 2 * 2 * 2
+
+
+def test_a_busy_machine_is_named_as_the_likely_cause():
+    quiet, busy = synthetic_run(0, GOOD), synthetic_run(1, GOOD)
+    for df, load in ((quiet, 1.2), (busy, 2.6)):
+        df["host_cpus"], df["loadavg_before"], df["loadavg_after"] = 2, load, load
+    summary, doc, _ = latency.check(latency.summarize(pd.concat([quiet, busy]), nboot=200))
+    assert doc["runs"][0]["notes"] == ""
+    assert "load average up to 2.60 on 2 CPUs" in doc["runs"][1]["notes"]
+    assert doc["runs"][1]["env"]["loadavg_before"] == 2.6

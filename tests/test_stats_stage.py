@@ -64,6 +64,9 @@ def test_planted_training_effect_is_detected_with_its_interval(tables):
     joint = rec[rec["resample"] == "seeds,examples"]
     assert joint.estimate.between(0.02, 0.04).all()
     assert joint.equivalent.notna().all()
+    base_depth = c[(c.kind == "depth") & (c.recipe_a == "base") & (c.benchmark == "all")]
+    assert len(base_depth) == 3 and set(base_depth["resample"]) == {"examples"}
+    assert set(base_depth.design) == {"paired"}
 
 
 def test_designs_follow_the_seeds():
@@ -72,6 +75,8 @@ def test_designs_follow_the_seeds():
     assert stats.design_for(a, stats.Arm("y", "top", 1, (3, 4), {})) == "unpaired"
     one = stats.Arm("y", "top", 1, (42,), {})
     assert stats.design_for(one, a) == "single-baseline"
+    base = stats.Arm("base", "top", 1, (-1,), {})
+    assert stats.design_for(base, stats.Arm("base", "top", 2, (-1,), {})) == "paired"
 
 
 def test_missing_seed_query_is_an_error(tmp_path):

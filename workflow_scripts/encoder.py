@@ -38,7 +38,8 @@ def _pooling_is_mean(folder: Path) -> bool:
 class BertMeanEncoder:
     """BERT forward pass + attention-masked mean pooling + L2 normalisation."""
 
-    def __init__(self, folder, *, depth: int | None = None, max_seq_length: int = 128):
+    def __init__(self, folder, *, depth: int | None = None, max_seq_length: int = 128,
+                 device: str = "cpu"):
         import torch
         from safetensors import safe_open
         from tokenizers import Tokenizer
@@ -67,8 +68,9 @@ class BertMeanEncoder:
                 name = key.removeprefix("bert.")
                 if name.startswith("encoder.layer.") and int(name.split(".")[2]) >= self.depth:
                     continue  # dropped layers are never read
-                w[name] = f.get_tensor(key).float()
+                w[name] = f.get_tensor(key).float().to(device)  # fp32 always (ties)
         self.w = w
+        self.device = device
         self.torch = torch
 
     def _ln(self, x, prefix):
@@ -82,7 +84,7 @@ class BertMeanEncoder:
     def forward(self, ids, mask):
         torch, w = self.torch, self.w
         n, L = ids.shape
-        pos = torch.arange(L)
+        pos = torch.arange(L, device=ids.device)
         x = (w["embeddings.word_embeddings.weight"][ids]
              + w["embeddings.position_embeddings.weight"][pos][None]
              + w["embeddings.token_type_embeddings.weight"][0][None, None])
@@ -123,9 +125,9 @@ class BertMeanEncoder:
             for s in starts:
                 idx = order[s:s + batch_size]
                 enc = self.tokenizer.encode_batch([texts[i] for i in idx])
-                ids = torch.tensor([e.ids for e in enc])
-                mask = torch.tensor([e.attention_mask for e in enc])
-                out[idx] = self.forward(ids, mask).numpy()
+                ids = torch.tensor([e.ids for e in enc], device=self.device)
+                mask = torch.tensor([e.attention_mask for e in enc], device=self.device)
+                out[idx] = self.forward(ids, mask).cpu().numpy()
         return out
 
 
@@ -142,19 +144,24 @@ class _STAdapter:
 
 
 def load_encoder(folder_or_spec: str, *, depth: int | None = None, strategy: str = "top",
-                 max_seq_length: int = 128):
-    """The lean encoder where it applies, else sentence-transformers."""
+                 max_seq_length: int = 128, device: str | None = None):
+    """The lean encoder where it applies, else sentence-transformers; fp32 on CUDA when
+    present (device None), else CPU."""
+    import torch
+
     from workflow_scripts.models import resolve_model_path
 
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     path = Path(resolve_model_path(folder_or_spec))
     if strategy == "top" and path.is_dir():
         try:
-            return BertMeanEncoder(path, depth=depth, max_seq_length=max_seq_length)
+            return BertMeanEncoder(path, depth=depth, max_seq_length=max_seq_length,
+                                   device=device)
         except UnsupportedModel:
             pass
     from workflow_scripts.models import load_trained, load_truncated
 
-    model = (load_truncated(folder_or_spec, strategy, depth) if depth
-             else load_trained(path))
+    model = (load_truncated(folder_or_spec, strategy, depth, device=device) if depth
+             else load_trained(path, device=device))
     model.max_seq_length = max_seq_length
     return _STAdapter(model)

@@ -50,8 +50,9 @@ TREC_MEASURES = {"ndcg_cut.10": "ndcg@10", "recall.100": "recall@100",
                  "map_cut.100": "map@100", "recip_rank": "mrr@10"}
 NDCG_CUT, RECALL_CUT, MAP_CUT, MRR_CUT = 10, 100, 100, 10
 MIN_TOP_K = max(NDCG_CUT, RECALL_CUT, MAP_CUT, MRR_CUT)
-# Upper bound on one chunk's score matrix (float32 entries): 256 MB.
-_CHUNK_SCORES = 64 * 2**20
+# Upper bound on one chunk's score matrix (float32 entries): 128 MB, plus 256 MB of
+# argpartition indices.
+_CHUNK_SCORES = 32 * 2**20
 
 
 def doc_texts(corpus: dict) -> list[str]:
@@ -78,7 +79,7 @@ def search(query_emb: np.ndarray, doc_emb: np.ndarray, top_k: int, chunk: int = 
     it the lower index comes first. That order also decides which of the documents tied at
     the cut are kept. `exclude[i]` is a document index query i must not retrieve (-1: none);
     a row left with fewer than k documents is padded with index -1 and score -inf.
-    Chunked over queries so one chunk's score matrix stays under 256 MB."""
+    Chunked over queries so one chunk's score matrix stays under 128 MB."""
     import torch
 
     q = torch.nn.functional.normalize(torch.as_tensor(query_emb, dtype=torch.float32), dim=1)

@@ -236,7 +236,7 @@ def _snapshot(device: str, when: str) -> dict:
 # Summary, coherence, canonical ladder
 # ---------------------------------------------------------------------------------------
 ENV_COLUMNS = ("device", "device_name", "threads", "dtype", "torch", "batch_size", "seq_len",
-               "loadavg_before", "loadavg_after")
+               "host_cpus", "loadavg_before", "loadavg_after")
 
 
 def _q(x: np.ndarray, q: float) -> float:
@@ -302,6 +302,8 @@ def check(summary: pd.DataFrame, th: coherence.Thresholds | None = None):
     summary["failed_checks"] = summary["run"].map(lambda r: ", ".join(by_run[int(r)]["failed"]))
     summary["why"] = summary["run"].map(
         lambda r: "; ".join(f"{k}: {w}" for k, w in by_run[int(r)]["why"].items()))
+    notes = {int(r): busy_note(g) for r, g in summary.groupby("run")}
+    summary["notes"] = summary["run"].map(lambda r: notes[int(r)])
 
     wide = summary.pivot(index="run", columns="depth", values="p50_ms").sort_index()
     depths = wide.columns.to_numpy()
@@ -333,13 +335,29 @@ def check(summary: pd.DataFrame, th: coherence.Thresholds | None = None):
             "p50_ms": [None if not np.isfinite(x) else round(float(x), 4) for x in p50],
             "runs_used": [int(r) for r in good],
         },
-        "runs": [{**v, "env": _env_of(summary, v["run"])} for v in verdicts],
+        "runs": [{**v, "notes": notes[v["run"]], "env": _env_of(summary, v["run"])}
+                 for v in verdicts],
     }
     if len(good) and len(depths) >= 2:
         a, b, r2 = coherence.linear_fit(depths, p50)
         doc["canonical_ladder"]["fit"] = {"a_ms": round(a, 4), "b_ms_per_layer": round(b, 4),
                                           "r2": round(r2, 6)}
     return summary, doc, ladder
+
+
+def busy_note(rows: pd.DataFrame) -> str:
+    """A note when other work shared the machine during a CPU run: the load average (runnable
+    threads, this run's included) above the CPUs left to it plus its own threads."""
+    need = {"host_cpus", "threads", "loadavg_before", "loadavg_after"}
+    if not need <= set(rows) or rows["device"].iloc[0] != "cpu":
+        return ""
+    first = rows.iloc[0]
+    load = max(float(first["loadavg_before"]), float(first["loadavg_after"]))
+    if not load > float(first["threads"]) + 0.5:
+        return ""
+    return (f"the machine was busy: load average up to {load:.2f} on {int(first['host_cpus'])} "
+            f"CPUs with {int(first['threads'])} profiling thread(s); other work slows the "
+            "calls unevenly, so rerun on a quiet machine")
 
 
 def _env_of(summary: pd.DataFrame, run: int) -> dict:
@@ -418,8 +436,8 @@ def _summary_cli(a) -> None:
         print(summary.to_string(index=False))
         print("\ncanonical ladder:\n" + ladder.to_string(index=False))
     for v in doc["runs"]:
-        print(f"run {v['run']}: " + ("coherent" if v["coherent"] else
-                                     "INCOHERENT: " + "; ".join(v["why"].values())))
+        print(f"run {v['run']}: " + ("coherent" if v["coherent"] else "INCOHERENT: " + "; ".join(
+            f"{name}: {why}" for name, why in v["why"].items())))
 
 
 def main(argv=None) -> None:

@@ -207,8 +207,9 @@ def latency_section(summary: pd.DataFrame) -> str:
         lines = ["### Incoherent runs (left out of the canonical ladder)\n"]
         for r in bad:
             why = per_run.loc[r, "why"] if "why" in per_run else ""
+            note = per_run.loc[r, "notes"] if "notes" in per_run else ""
             lines.append(f"- run {int(r)}: {per_run.loc[r, 'failed_checks']}"
-                         + (f" — {why}" if why else ""))
+                         + (f" — {why}" if why else "") + (f" (note: {note})" if note else ""))
         out.append("\n".join(lines) + "\n")
     else:
         out.append("Every run passed every check.\n")

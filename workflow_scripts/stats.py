@@ -144,7 +144,9 @@ def comparison_pairs(arms: dict, budget_order: list[str]) -> list[tuple[str, tup
     recipes = sorted({k[0] for k in arms} - {BASE},
                      key=lambda r: (budget_order.index(r) if r in budget_order else 99, r))
     strategies = sorted({k[1] for k in arms})
-    for recipe, strategy in itertools.product(recipes, strategies):
+    # Depth vs depth within each recipe, and within the untrained base (one model per depth:
+    # paired over the same queries, examples resampled).
+    for recipe, strategy in itertools.product([*recipes, BASE], strategies):
         depths = sorted(d for r, s, d in arms if r == recipe and s == strategy)
         for shallow, deep in itertools.combinations(depths, 2):
             pairs.append(("depth", (recipe, strategy, shallow), (recipe, strategy, deep)))
@@ -162,10 +164,12 @@ def comparison_pairs(arms: dict, budget_order: list[str]) -> list[tuple[str, tup
 
 
 def design_for(a: Arm, b: Arm) -> str:
-    if a.recipe == BASE or len(a.seeds) == 1:
-        return "single-baseline"
+    """Paired where the arms share their seeds, single-baseline where `a` is one model (the
+    untrained base, or a one-seed recipe), else unpaired."""
     if set(a.seeds) == set(b.seeds):
         return "paired"
+    if len(a.seeds) == 1:
+        return "single-baseline"
     return "unpaired"
 
 
