@@ -245,3 +245,16 @@ def test_a_busy_machine_is_named_as_the_likely_cause():
     assert doc["runs"][0]["notes"] == ""
     assert "load average up to 2.60 on 2 CPUs" in doc["runs"][1]["notes"]
     assert doc["runs"][1]["env"]["loadavg_before"] == 2.6
+
+
+def test_cuda_runs_compare_wall_with_event_time():
+    ok = synthetic_run(0, GOOD)
+    ok["device"], ok["event_seconds"] = "cuda", ok["seconds"] * 0.95
+    bad = synthetic_run(1, GOOD)
+    bad["device"] = "cuda"
+    # Shallow depth: the event time exceeds the wall time (an unsynchronized wall timer).
+    bad["event_seconds"] = bad["seconds"] * np.where(bad["depth"] == 1, 1.5, 0.95)
+    _, doc, _ = latency.check(latency.summarize(pd.concat([ok, bad]), nboot=200))
+    timers = [r["checks"]["timers_agree"] for r in doc["runs"]]
+    assert timers[0]["pass"] is True and timers[0]["value"]["timer"] == "cuda_event"
+    assert timers[1]["pass"] is False and doc["runs"][1]["failed"] == ["timers_agree"]

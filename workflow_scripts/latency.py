@@ -123,7 +123,7 @@ def warm_up(fn, timed, *, min_calls: int, max_calls: int | None = None, window: 
         if len(times) >= need:
             last, before = np.median(times[-window:]), np.median(times[-2 * window:-window])
             if abs(last - before) <= tol * before:
-                return {"calls": len(times), "converged": True, "p50_ms": last * 1e3}
+                return {"calls": len(times), "converged": True, "p50_ms": float(last) * 1e3}
         if len(times) >= limit:
             return {"calls": len(times), "converged": False,
                     "p50_ms": float(np.median(times[-window:])) * 1e3}
@@ -133,11 +133,12 @@ def profile_protocol(models: dict, batch: dict, *, run: int, rounds: int,
                      calls_per_round: int, device: str, seed: int, warmup_calls: int,
                      warmup_max_calls: int | None = None, warmup_window: int = 0,
                      warmup_tol: float = 0.02, discard_calls: int = 1,
-                     aux: dict | None = None, aux_calls: int = 0):
+                     aux: dict | None = None, aux_calls: int = 0, after_warmup=None):
     """Time `models` (depth -> callable on the batch) with warm-up and interleaved, shuffled
     rounds. `aux`: stage -> {depth -> callable()} timed `aux_calls` times per visit after
-    the model calls (full encode(), tokenization). Returns (rows DataFrame with COLUMNS,
-    {depth: warm-up record})."""
+    the model calls (full encode(), tokenization); `after_warmup()` runs between warm-up
+    and the timed rounds (e.g. to read the GPU clocks). Returns (rows DataFrame with
+    COLUMNS, {depth: warm-up record})."""
     import torch
 
     rng = np.random.default_rng(seed)
@@ -150,6 +151,8 @@ def profile_protocol(models: dict, batch: dict, *, run: int, rounds: int,
             warmup[int(depth)] = warm_up(functools.partial(model, batch), timed,
                                          min_calls=warmup_calls, max_calls=warmup_max_calls,
                                          window=warmup_window, tol=warmup_tol)
+        if after_warmup is not None:
+            after_warmup()
         for rnd in range(rounds):
             for depth in rng.permutation(list(models)).tolist():
                 call = functools.partial(models[depth], batch)
@@ -404,14 +407,13 @@ def _profile_cli(a) -> None:
                                                show_progress_bar=False))
                       for d, m in models.items()},
            "tokenize": dict.fromkeys(models, tokenize)}
-    env = environment(device, a.dtype)
-    before = _snapshot(device, "before")
+    env, before = environment(device, a.dtype), {}
     df, warmup = profile_protocol(
         calls, batch, run=a.run, rounds=a.rounds, calls_per_round=a.calls_per_round,
         device=device, seed=a.seed + a.run, warmup_calls=a.warmup_calls,
         warmup_max_calls=a.warmup_max_calls, warmup_window=a.warmup_window,
         warmup_tol=a.warmup_tol, discard_calls=a.discard_calls, aux=aux,
-        aux_calls=a.encode_calls)
+        aux_calls=a.encode_calls, after_warmup=lambda: before.update(_snapshot(device, "before")))
     after = _snapshot(device, "after")
     for k, v in {**env, **before, **after}.items():
         df[k] = v
