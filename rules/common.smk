@@ -23,6 +23,15 @@ def CODE(*paths):
     return [str(ROOT / p) for p in paths]
 
 
+def all_cores():
+    """Every core of this invocation (latency jobs take them all, so nothing runs beside a
+    timing); 1 where no core count is defined, as for `snakemake --report`."""
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return 1
+
+
 def config_error(key, message):
     raise WorkflowError(f"config key {key}: {message}")
 

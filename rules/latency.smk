@@ -1,5 +1,5 @@
 # Latency: all depths in one process per run; each run is its own job. A run takes every
-# core (threads=workflow.cores) so that no other job of this workflow runs beside it.
+# core (threads=all_cores()) so that no other job of this workflow runs beside it.
 # latency_summary checks every run's ladder for physical coherence and writes the
 # canonical ladder (median over the coherent runs) that the Pareto figure and the report use.
 
@@ -15,7 +15,7 @@ rule latency_run:
         "logs/latency/run{r}.log",
     conda:
         CONDA_ENV
-    threads: workflow.cores
+    threads: all_cores()
     resources:
         mem_mb=4000,
         runtime=30,

@@ -201,3 +201,10 @@ def test_paper_config_lists_exactly_the_papers_jobs(tmp_path):
     assert not any(r.startswith("ladder") for r in counts)
     text = proc.stdout
     assert "gpu=1" in text.split("rule train:")[1].split("rule ")[0]
+
+
+@pytest.mark.slow
+def test_html_report_builds(tiny_run):
+    wd, cfg, _ = tiny_run
+    snakemake(wd, "--configfile", str(cfg), "--report", "results/report.html")
+    assert (wd / "results/report.html").stat().st_size > 100_000
