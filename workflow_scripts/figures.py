@@ -187,6 +187,8 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
              if {"batch_size", "seq_len"} <= set(lad) else "")
     source = ("canonical ladder" if runs is None
               else f"median of {runs} coherent run{'s' * (runs != 1)}")
+    if unverified.any():
+        source = "median of all runs, none coherent"
     ax.set_xlabel(f"encode latency p50 (ms per batch{shape}; {source})", fontsize=8)
     ax.set_ylabel(f"{ci.metric.iloc[0]} ({'mean of benchmarks' if bench == ALL else bench})")
     ax.set_title("Accuracy–latency trade-off (95% CI)")
