@@ -219,7 +219,7 @@ def main(argv=None) -> None:
     ap.add_argument("name", choices=["depth_vs_budget", "per_benchmark_degradation",
                                      "seed_variance", "pareto"])
     ap.add_argument("--stats-dir", required=True)
-    ap.add_argument("--latency", help="latency summary parquet (pareto)")
+    ap.add_argument("--latency", help="canonical latency ladder parquet (pareto)")
     ap.add_argument("--budget-order", nargs="*", default=[], help="recipes, smallest budget first")
     ap.add_argument("--pair", nargs=2, help="recipes A B of per_benchmark_degradation (B - A)")
     ap.add_argument("--out", nargs="+", required=True)
