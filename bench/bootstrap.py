@@ -43,7 +43,7 @@ def best_of(fns: dict, repeats: int) -> dict[str, tuple[float, float]]:
 def floor(n_seeds: int, n_ex: int, nboot: int, seed: int) -> None:
     """The engine's draws alone: same generators, same integers() calls, same chunk sizes."""
     children = np.random.default_rng(seed).spawn(3)
-    chunk = max(1, mb._CHUNK_BYTES // (mb._BYTES_PER_DRAW * n_ex))
+    chunk = mb._rows(n_ex)[1]
     for lo in range(0, nboot, chunk):
         m = min(chunk, nboot - lo)
         mb._draw(children[2], n_ex, m)
@@ -63,7 +63,8 @@ def loop(x: np.ndarray, nboot: int, seed: int) -> np.ndarray:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=5, help="best of N for engine and floor")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="best of N for engine, floor and loop, interleaved")
     ap.add_argument("--loop-samples", type=int, default=200, help="samples the loop runs")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
@@ -73,23 +74,23 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.2f}, OPENBLAS_NUM_THREADS={blas}")
     print(f"shape: {SEEDS} seeds x {EXAMPLES} examples, nboot {NBOOT}, best of {args.repeats}")
 
+    n_loop = args.loop_samples
     times = best_of({
         "engine": lambda: mb.bootstrap_mean(x, nboot=NBOOT, seed=1),
         "floor": lambda: floor(SEEDS, EXAMPLES, NBOOT, seed=1),
+        "loop": lambda: loop(x, n_loop, seed=1),
     }, args.repeats)
     (t_engine, c_engine), (t_floor, c_floor) = times["engine"], times["floor"]
-    n_loop = args.loop_samples
-    t0 = time.perf_counter()
-    ref = loop(x, n_loop, seed=1)
-    t_loop_part = time.perf_counter() - t0
+    t_loop_part = times["loop"][0]
     t_loop = t_loop_part * NBOOT / n_loop
+    ref = loop(x, n_loop, seed=1)
     engine = mb.bootstrap_mean(x, nboot=NBOOT, seed=1).samples
     diff = float(np.max(np.abs(engine[:n_loop] - ref)))
 
     print(f"engine:                  {t_engine:8.3f} s  (CPU {c_engine:.3f} s, all threads)")
     print(f"floor (draws only):      {t_floor:8.3f} s  (CPU {c_floor:.3f} s; same Generator "
           "calls and chunks)")
-    print(f"loop:                    {t_loop:8.3f} s  (measured {t_loop_part:.3f} s on "
+    print(f"loop:                    {t_loop:8.3f} s  (best {t_loop_part:.3f} s on "
           f"{n_loop} samples, extrapolated linearly x{NBOOT / n_loop:g})")
     print(f"speedup vs loop: {t_loop / t_engine:6.1f}x (goal >= 20x)")
     print(f"engine / floor:  {t_engine / t_floor:6.2f}x (goal <= 2x); in CPU time "

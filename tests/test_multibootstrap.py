@@ -114,6 +114,17 @@ def arm_data(kind, n_seeds, rng, baseline=False):
 # ---------------------------------------------------------------------------------------
 # Engine == loop, on identical draws
 # ---------------------------------------------------------------------------------------
+@pytest.fixture(params=["one-block", "many-blocks"])
+def blocks(request, monkeypatch):
+    """Run each equality test twice: NBOOT in one count block, and in blocks of 5-6 rows
+    spread over chunks of 10-12 (row offsets, block edges and prefetching all exercised)."""
+    if request.param == "many-blocks":
+        monkeypatch.setattr(mb, "_BLOCK_BYTES", 8 * 21 * 5)
+        monkeypatch.setattr(mb, "_CHUNK_BYTES", mb._BYTES_PER_DRAW * 21 * 12)
+    return request.param
+
+
+@pytest.mark.usefixtures("blocks")
 @pytest.mark.parametrize("resample", RESAMPLES)
 @pytest.mark.parametrize("kind", ["plain", "runs", "stratified"])
 def test_bootstrap_mean_matches_loop(kind, resample):
@@ -125,6 +136,7 @@ def test_bootstrap_mean_matches_loop(kind, resample):
     assert res.resample == resample and res.p_value is None and res.design == "mean"
 
 
+@pytest.mark.usefixtures("blocks")
 @pytest.mark.parametrize("resample", RESAMPLES)
 @pytest.mark.parametrize("design", mb.DESIGNS)
 @pytest.mark.parametrize("kind", ["runs", "stratified"])
@@ -154,9 +166,24 @@ def test_result_does_not_depend_on_chunk_size(monkeypatch):
     rng = np.random.default_rng(4)
     a, b = arm_data("stratified", 5, rng), arm_data("stratified", 6, rng)
     whole = mb.compare(a, b, design="unpaired", nboot=NBOOT, seed=5).samples
-    monkeypatch.setattr(mb, "_CHUNK_BYTES", mb._BYTES_PER_DRAW * 21 * 7)  # 7 rows per chunk
+    n = max(blk.shape[1] for blk in a.values())
+    monkeypatch.setattr(mb, "_BLOCK_BYTES", 8 * n * 3)  # 3 rows per count block
+    monkeypatch.setattr(mb, "_CHUNK_BYTES", mb._BYTES_PER_DRAW * n * 7)  # 6 rows per chunk
+    assert mb._rows(n) == (3, 6)
     chunked = mb.compare(a, b, design="unpaired", nboot=NBOOT, seed=5).samples
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-13)
+    ref = loop_bootstrap("unpaired", as_blocks(a), as_blocks(b), nboot=NBOOT, seed=5,
+                         resample=("seeds", "examples"), order=sorted(a))
+    np.testing.assert_allclose(chunked, ref, rtol=0, atol=1e-12)
+
+
+def test_same_result_without_threadpoolctl(monkeypatch):
+    """threadpoolctl is optional: without it BLAS keeps its threads and the numbers stay."""
+    x = scores(np.random.default_rng(6), 4, 30)
+    with_ctl = mb.bootstrap_mean(x, nboot=300, seed=2).samples
+    monkeypatch.setattr(mb, "_BLAS", False)
+    np.testing.assert_allclose(mb.bootstrap_mean(x, nboot=300, seed=2).samples, with_ctl,
+                               rtol=0, atol=1e-13)
 
 
 def test_reproducible_from_seed_alone():
