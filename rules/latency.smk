@@ -1,5 +1,6 @@
 # Latency: all depths in one process per run; each run is its own job. A run takes every
-# core (threads=all_cores()) so that no other job of this workflow runs beside it.
+# core (threads=all_cores()) so that no other job of this workflow runs beside it; torch
+# itself uses latency.threads of them (default 1: see config/README.md).
 # latency_summary checks every run's ladder for physical coherence and writes the
 # canonical ladder (median over the coherent runs) that the Pareto figure and the report use.
 
@@ -24,6 +25,7 @@ rule latency_run:
         base=config["base_model"],
         depths=" ".join(map(str, DEPTHS)),
         strategy=STRATEGIES[0],
+        torch_threads=all_cores() if LAT["threads"] == "all" else LAT["threads"],
         args=(
             f"--batch-size {LAT['batch_size']} --seq-len {LAT['seq_len']}"
             f" --warmup-calls {LAT['warmup_calls']}"
@@ -36,7 +38,7 @@ rule latency_run:
         ),
     shell:
         "python -m workflow_scripts.latency profile --base {params.base:q} --strategy {params.strategy}"
-        " --depths {params.depths} --run {wildcards.r} {params.args} --threads {threads}"
+        " --depths {params.depths} --run {wildcards.r} {params.args} --threads {params.torch_threads}"
         " --out {output} > {log} 2>&1"
 
 
