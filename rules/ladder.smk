@@ -1,6 +1,7 @@
 # The depth ladder (docs/ladder.md): train the last k of L residual blocks of a ResMLP with
 # BP, FA or DFA; one job per (config, method, k, seed), each writing one parquet atomically,
-# so an interrupted ladder resumes where it stopped. Then stats, identity check, figure and
+# so an interrupted ladder resumes where it stopped (batch_seeds: one job per (config,
+# method, k) for all seeds). Then stats, identity check, figure and
 # the markdown summary that the report rule pastes into results/RESULTS.md.
 
 LADDER = config["ladder"]
@@ -38,6 +39,20 @@ LADDER_TRAIN_ARGS = (
     f" --weight-decay {_T['weight_decay']} --device {_T['device']}"
 )
 
+
+# One job per run, or with batch_seeds one job per (config, method, k) writing every seed's
+# file: a digits run is shorter than importing torch.
+if LADDER["batch_seeds"]:
+    LADDER_TRAIN_OUT = expand(
+        "results/ladder/runs/{{arch}}/{{method}}/k{{k}}/seed{seed}.parquet",
+        seed=LADDER["seeds"],
+    )
+    LADDER_TRAIN_LOG = "logs/ladder/train/{arch}/{method}/k{k}.log"
+    LADDER_SEEDS_PER_JOB = len(LADDER["seeds"])
+else:
+    LADDER_TRAIN_OUT = "results/ladder/runs/{arch}/{method}/k{k}/seed{seed}.parquet"
+    LADDER_TRAIN_LOG = "logs/ladder/train/{arch}/{method}/k{k}/seed{seed}.log"
+    LADDER_SEEDS_PER_JOB = 1
 
 # Target lists (no functions here: `snakemake --lint` flags functions next to rules).
 LADDER_RUNS = [
@@ -137,9 +152,9 @@ rule ladder_train:
         data=LADDER_DATA,
         code=LADDER_CODE,
     output:
-        "results/ladder/runs/{arch}/{method}/k{k}/seed{seed}.parquet",
+        LADDER_TRAIN_OUT,
     log:
-        "logs/ladder/train/{arch}/{method}/k{k}/seed{seed}.log",
+        LADDER_TRAIN_LOG,
     wildcard_constraints:
         arch=LADDER_ARCH_RE,
         method="bp|fa|dfa",
@@ -149,16 +164,17 @@ rule ladder_train:
     threads: 1
     resources:
         mem_mb=6000 if LADDER_BIG else 1000,
-        runtime=360 if LADDER_BIG else 10,
+        runtime=(360 if LADDER_BIG else 10) * LADDER_SEEDS_PER_JOB,
         gpu=0,
     params:
         d=lambda wc: LADDER_ARCHS[wc.arch]["d"],
         L=lambda wc: LADDER_ARCHS[wc.arch]["L"],
+        seeds=lambda wc: wc.get("seed") or " ".join(map(str, LADDER["seeds"])),
         train=LADDER_TRAIN_ARGS,
     shell:
         "python -m workflow_scripts.ladder.train ladder --data {input.data}"
         " --config {wildcards.arch} --d {params.d} --blocks {params.L}"
-        " --method {wildcards.method} --k {wildcards.k} --seed {wildcards.seed} {params.train}"
+        " --method {wildcards.method} --k {wildcards.k} --seeds {params.seeds} {params.train}"
         " --threads {threads} --out {output} > {log} 2>&1"
 
 

@@ -24,10 +24,13 @@ def test_paper_config_dry_run_lists_72_training_runs(tmp_path):
 
 
 def test_embedded_config_dry_run(tmp_path):
+    # batch_seeds: one job per (config, method, k) writes the files of all 3 seeds
     proc = snakemake(tmp_path, "-n", "ladder", "--configfile", *CONFIGS)
     counts = job_counts(proc.stdout + proc.stderr)
-    assert counts["ladder_train"] == 72 and counts["ladder_standalone"] == 4
+    assert counts["ladder_train"] == 24 and counts["ladder_standalone"] == 4
     assert "ladder_download_cifar10" not in counts
+    out = proc.stdout + proc.stderr
+    assert "--seeds 42 123 456" in out or "seed456.parquet" in out
 
 
 TINY = {"ladder": {
@@ -63,3 +66,17 @@ def test_tiny_ladder_end_to_end_and_resume(tmp_path):
     counts = job_counts(dry.stdout + dry.stderr)
     assert counts == {"ladder_train": 1, "ladder_stats": 1, "ladder_figure": 1,
                       "ladder_summary": 1, "ladder": 1}
+
+    # batch_seeds: the same runs from one job per (config, method, k), equal predictions
+    batched = tmp_path / "batched"
+    cfg_b = tmp_path / "tiny_batched.yaml"
+    cfg_b.write_text(yaml.safe_dump({"ladder": {**TINY["ladder"], "batch_seeds": True,
+                                                "crosscheck": False}}))
+    proc = snakemake(batched, "ladder", "--configfile", *CONFIGS, str(cfg_b), "--cores", "2")
+    assert job_counts(proc.stdout + proc.stderr)["ladder_train"] == 2  # k = 0, 1
+    for k in (0, 1):
+        for seed in (1, 2):
+            run = f"results/ladder/runs/t/bp/k{k}/seed{seed}.parquet"
+            if (tmp_path / run).exists():
+                a, b = pd.read_parquet(tmp_path / run), pd.read_parquet(batched / run)
+                assert a.pred.tolist() == b.pred.tolist()

@@ -1,4 +1,4 @@
-"""One ladder run (method, k, seed) or one standalone reference run -> one parquet.
+"""Ladder runs (method, k, seeds) or standalone reference runs -> one parquet per seed.
 
 Ladder: methods.Ladder (per-group optimizers, frozen bottom blocks, BP/FA/DFA).
 Standalone (the cross-check): a separate, ordinary training path -- one AdamW over the
@@ -7,7 +7,7 @@ embedding + out_ln + out_head trained) and "full" (everything trained). BP at k=
 must agree with them.
 
 CLI: python -m workflow_scripts.ladder.train ladder --data D.npz --config NAME --d 32 \
-        --blocks 4 --method bp --k 2 --seed 42 --epochs 40 --out R.parquet
+        --blocks 4 --method bp --k 2 --seeds 42 123 --epochs 40 --out R42.parquet R123.parquet
      python -m workflow_scripts.ladder.train standalone --kind frozen|full ... \
         --seeds 42 123 --out S42.parquet S123.parquet   (no --method/--k)
 """
@@ -146,19 +146,18 @@ def main(argv=None) -> None:
         if name == "ladder":
             q.add_argument("--method", required=True, choices=methods.METHODS)
             q.add_argument("--k", type=int, required=True)
-            q.add_argument("--seed", type=int, required=True)
-            q.add_argument("--out", required=True)
-        else:  # several seeds per process: these reference runs are cheap, imports are not
+        else:
             q.add_argument("--kind", required=True, choices=KINDS)
-            q.add_argument("--seeds", type=int, nargs="+", required=True)
-            q.add_argument("--out", nargs="+", required=True, help="one file per seed")
+        # several seeds per process when runs are cheap and imports are not
+        q.add_argument("--seeds", type=int, nargs="+", required=True)
+        q.add_argument("--out", nargs="+", required=True, help="one file per seed")
     a = p.parse_args(argv)
+    if len(a.out) != len(a.seeds):
+        p.error(f"{len(a.seeds)} seeds but {len(a.out)} --out files")
     set_threads(a.threads)
     if a.cmd == "ladder":
-        jobs = [("ladder", a.method, a.k, a.seed, a.out)]
+        jobs = [("ladder", a.method, a.k, s, o) for s, o in zip(a.seeds, a.out, strict=True)]
     else:
-        if len(a.out) != len(a.seeds):
-            p.error(f"{len(a.seeds)} seeds but {len(a.out)} --out files")
         k = 0 if a.kind == "frozen" else a.blocks
         jobs = [(a.kind, "bp", k, s, o) for s, o in zip(a.seeds, a.out, strict=True)]
     arrays = ladder_data.load(a.data)
