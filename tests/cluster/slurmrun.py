@@ -167,6 +167,19 @@ def expected_submissions(cfg: dict, *, groups: bool = True) -> int:
     return n_models + (n_models + n_bases) * per_model + cfg["latency"]["runs"]
 
 
+def expected_comments(cfg: dict) -> list[str]:
+    """The job comments that the plugin (2.8.0) gives the study's SLURM jobs with groups:
+    rule_<rule>_wildcards_<values>, or rule_<group id>_<rules> for a group."""
+    models = [(r, s, d, seed) for r, spec in cfg["recipes"].items() for s in cfg["strategies"]
+              for d in cfg["depths"] for seed in spec["seeds"]]
+    return sorted(
+        [f"rule_train_wildcards_{r}_{s}_{d}_{seed}" for r, s, d, seed in models]
+        + [f"rule_eval_{r}_{s}{d}_seed{seed}_evaluate_trained" for r, s, d, seed in models]
+        + [f"rule_eval_base_{s}{d}_evaluate_base" for s in cfg["strategies"]
+           for d in cfg["depths"]]
+        + [f"rule_latency_run_wildcards_{r}" for r in range(cfg["latency"]["runs"])])
+
+
 def problems(jobs: list[SlurmJob], submitted: set[str], expected_outputs: set[str],
              expected_jobs: int, local_outputs: set[str]) -> list[str]:
     """Everything that shows a job did not go through SLURM as the profile says: a SLURM

@@ -59,6 +59,8 @@ def test_every_cluster_job_ran_through_slurm(runs):
     found = slurmrun.problems(jobs, set(run.submitted), expected,
                               slurmrun.expected_submissions(cfg), produced - expected)
     assert not found, "\n".join(found)
+    # One SLURM job per training and latency run, one per model's evaluations.
+    assert sorted(j.comment for j in jobs) == slurmrun.expected_comments(cfg)
 
 
 @pytest.mark.slow

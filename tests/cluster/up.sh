@@ -4,7 +4,7 @@
 # here, in the foreground of its own session, and its PID recorded in $STATE/pids/ so that
 # down.sh stops exactly these processes.
 #
-#   bash tests/cluster/up.sh      # installs the packages if missing (root), ~30-60 s
+#   bash tests/cluster/up.sh      # root; installs the packages if missing: ~20 s, else ~7 s
 #   bash tests/cluster/down.sh    # stops the daemons, removes the pid files and the configs
 #
 # Environment: DEPTHLAB_SLURM_STATE (default /run/depthlab-slurm) holds state, logs and pids;
@@ -61,15 +61,20 @@ if [[ -S /run/munge/munge.socket.2 ]] && munge -n </dev/null >/dev/null 2>&1; th
     die "a munged that this script did not start is running (/run/munge/munge.socket.2)"
 fi
 for port in 6817 6818 6819 "$DB_PORT"; do
-    if ss -Hltn "sport = :$port" | grep -q .; then
+    if command -v ss >/dev/null && ss -Hltn "sport = :$port" | grep -q .; then
         die "port $port is already in use (another SLURM or database running?)"
     fi
 done
+# Wipe only a state dir that this script made (it has pids/), or an empty one.
+[[ $STATE == /?* ]] || die "DEPTHLAB_SLURM_STATE must be an absolute path: $STATE"
+if [[ -d $STATE && ! -d $STATE/pids ]] && [[ -n $(ls -A "$STATE") ]]; then
+    die "$STATE is not empty and not this script's state dir: set DEPTHLAB_SLURM_STATE"
+fi
 rm -rf "$STATE"
 mkdir -p "$STATE"/{pids,log,run,munge,ctld,slurmd,db}
 chmod 700 "$STATE/munge"
 
-# Start "$name" from argv in its own session; record its PID; check it is the right program.
+# Start daemon $1 (the command, argv "${@:2}") in a session of its own; record its PID.
 start() {
     local name=$1
     shift
@@ -82,6 +87,8 @@ start() {
         cat "$STATE/log/$name.out" >&2
         die "$name exited at start"
     fi
+    # down.sh stops a recorded PID only while it still runs this program.
+    [[ $(cat "/proc/$pid/comm") == "$name" ]] || die "pid $pid is not $name"
 }
 # Wait up to $1 seconds for "${@:2}" to succeed.
 wait_for() {
@@ -101,6 +108,7 @@ chmod 400 "$STATE/munge/munge.key"
 # The default socket path: SLURM's clients (sacctmgr at least) ignore AuthInfo=socket=.
 MUNGE_SOCKET=/run/munge/munge.socket.2
 mkdir -p /run/munge
+# --force: munged otherwise refuses the 0700 key dir and such; this is a throwaway key.
 start munged munged --foreground --force --key-file "$STATE/munge/munge.key" \
     --socket "$MUNGE_SOCKET" --pid-file "$STATE/run/munged.pid" \
     --log-file "$STATE/log/munged.log" --seed-file "$STATE/munge/munged.seed"
