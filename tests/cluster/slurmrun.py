@@ -36,8 +36,8 @@ def cluster_problem() -> str | None:
     states = proc.stdout.split()
     if proc.returncode != 0 or not any(s.rstrip("*") in ("idle", "mix", "alloc")
                                        for s in states):
-        return (f"partition {PARTITION!r} is not up (sinfo: {proc.stdout.strip()}"
-                f"{proc.stderr.strip()}); tests/cluster/up.sh starts it")
+        said = (proc.stderr.strip().splitlines() or [proc.stdout.strip()])[-1]
+        return f"partition {PARTITION!r} is not up (sinfo: {said}); tests/cluster/up.sh starts it"
     return None
 
 
