@@ -1,0 +1,206 @@
+"""Running the workflow through the SLURM test cluster of up.sh, and reading what SLURM did.
+
+Shared by tests/cluster/test_slurm.py and bench/slurm_groups.py. Import-safe without SLURM.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+PARTITION = "local"  # up.sh's partition
+# Rules that the SLURM profile sends to the cluster; every other rule of the bi-encoder study
+# is a localrule (Snakefile).
+SLURM_RULES = ("train", "evaluate_trained", "evaluate_base", "latency_run")
+
+
+def cluster_problem() -> str | None:
+    """Why the test cluster cannot take jobs, or None when it can."""
+    if not shutil.which("sinfo"):
+        return "no SLURM client (sinfo) on PATH; tests/cluster/up.sh installs and starts one"
+    try:
+        proc = subprocess.run(["sinfo", "-h", "-p", PARTITION, "-o", "%t"],
+                              capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        return "sinfo timed out"
+    states = proc.stdout.split()
+    if proc.returncode != 0 or not any(s.rstrip("*") in ("idle", "mix", "alloc")
+                                       for s in states):
+        said = (proc.stderr.strip().splitlines() or [proc.stdout.strip()])[-1]
+        return f"partition {PARTITION!r} is not up (sinfo: {said}); tests/cluster/up.sh starts it"
+    return None
+
+
+def node_cpus() -> int:
+    out = subprocess.run(["sinfo", "-h", "-p", PARTITION, "-o", "%c"], capture_output=True,
+                         text=True, check=True, timeout=20).stdout
+    return int(out.split()[0].rstrip("+"))
+
+
+def cluster_config(tiny_config: dict) -> dict:
+    """The workflow tests' tiny config, cut to what still runs every job kind of the
+    bi-encoder study (train, evaluate, latency; stats, figures, report): 1 seed per recipe,
+    no ladder. 4 trainings, 8 + 4 evaluations, 1 latency run."""
+    cfg = dict(tiny_config)
+    cfg.pop("ladder", None)
+    cfg["recipes"] = {name: {**spec, "seeds": spec["seeds"][:1]}
+                      for name, spec in cfg["recipes"].items()}
+    return cfg
+
+
+def ci_profile(dest: Path, *, groups: bool = True) -> Path:
+    """profiles/slurm with the CI overrides: the test cluster's partition and account, the
+    node's cores for the latency run, fast status checks, every SLURM log kept (the test
+    reads them), no retries (a failure fails the test). groups=False drops the evaluation
+    groups, for the comparison in bench/slurm_groups.py."""
+    prof = yaml.safe_load((ROOT / "profiles/slurm/profile.yaml").read_text())
+    prof["default-resources"].update(slurm_partition=PARTITION, slurm_account="root")
+    prof["set-threads"]["latency_run"] = node_cpus()
+    prof["local-cores"] = 1  # the submit host is the node: leave a core to the jobs
+    prof["retries"] = 0
+    prof["slurm-init-seconds-before-status-checks"] = 10
+    prof["slurm-keep-successful-logs"] = True
+    if not groups:
+        for key in ("groups", "group-components", "resources", "set-resource-scopes"):
+            prof.pop(key)
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "profile.yaml").write_text(yaml.safe_dump(prof, sort_keys=False))
+    return dest
+
+
+@dataclass
+class Run:
+    workdir: Path
+    output: str  # stdout + stderr
+    seconds: float
+    run_id: str  # the plugin's run UUID, every SLURM job's name
+    submitted: dict[str, Path]  # SLURM job id -> its log file
+
+
+def run_snakemake(workdir: Path, *args: str, timeout: int = 900) -> tuple[str, float]:
+    cmd = [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONHASHSEED": "0"})
+    seconds = time.monotonic() - t0
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed:\n{output[-6000:]}")
+    return output, seconds
+
+
+def run_on_slurm(workdir: Path, configfile: Path, profile: Path, timeout: int = 900) -> Run:
+    output, seconds = run_snakemake(workdir, "--configfile", str(configfile), "--profile",
+                                    str(profile), timeout=timeout)
+    run_id = re.search(r"SLURM run ID: (\S+)", output)
+    assert run_id, f"no 'SLURM run ID' in the output: did the slurm executor run?\n{output}"
+    submitted = {m["id"]: Path(m["log"]) for m in re.finditer(
+        r"has been submitted with SLURM jobid (?P<id>\d+) \(log: (?P<log>\S+)\)", output)}
+    return Run(workdir, output, seconds, run_id[1], submitted)
+
+
+@dataclass
+class SlurmJob:
+    job_id: str
+    comment: str
+    state: str
+    partition: str
+    gpus: int  # from AllocTRES gres/gpu
+    outputs: frozenset[str]  # files the Snakemake jobs inside it wrote (from its log)
+
+
+def sacct_jobs(run: Run) -> list[SlurmJob]:
+    """Every SLURM job of the run, as the accounting database recorded it."""
+    fields = "JobIDRaw,Comment,State,Partition,AllocTRES"
+    out = subprocess.run(
+        ["sacct", "-X", "-n", "-P", "-S", "now-2days", "--name", run.run_id, "-o", fields],
+        capture_output=True, text=True, check=True, timeout=30).stdout
+    jobs = []
+    for line in out.splitlines():
+        job_id, comment, state, partition, tres = line.split("|")
+        gpus = re.search(r"gres/gpu=(\d+)", tres)
+        log = run.submitted.get(job_id)
+        outputs = log_outputs(log.read_text()) if log and log.exists() else frozenset()
+        jobs.append(SlurmJob(job_id, comment, state, partition, int(gpus[1]) if gpus else 0,
+                             outputs))
+    return jobs
+
+
+def log_outputs(log: str) -> frozenset[str]:
+    """Output files of the Snakemake jobs that a SLURM job's log shows running."""
+    return frozenset(f for m in re.finditer(r"^\s*output: (.+)$", log, re.M)
+                     for f in m[1].split(", "))
+
+
+def slurm_outputs(cfg: dict) -> set[str]:
+    """Every file that the SLURM rules write for a config (one output each)."""
+    models = [(r, s, d, seed) for r, spec in cfg["recipes"].items() for s in cfg["strategies"]
+              for d in cfg["depths"] for seed in spec["seeds"]]
+    bases = [(s, d) for s in cfg["strategies"] for d in cfg["depths"]]
+    return (
+        {f"checkpoints/{r}/{s}{d}/seed{seed}/model.safetensors" for r, s, d, seed in models}
+        | {f"results/eval/{r}/{s}{d}/seed{seed}/{b}.parquet" for r, s, d, seed in models
+           for b in cfg["benchmarks"]}
+        | {f"results/eval/base/{s}{d}/{b}.parquet" for s, d in bases
+           for b in cfg["benchmarks"]}
+        | {f"results/latency/run{r}.parquet" for r in range(cfg["latency"]["runs"])}
+    )
+
+
+def expected_submissions(cfg: dict, *, groups: bool = True) -> int:
+    """SLURM jobs the study takes: one per training and latency run, and with groups one per
+    model for its evaluations (else one per evaluation)."""
+    n_models = sum(len(spec["seeds"]) for spec in cfg["recipes"].values()) * len(
+        cfg["strategies"]) * len(cfg["depths"])
+    n_bases = len(cfg["strategies"]) * len(cfg["depths"])
+    per_model = 1 if groups else len(cfg["benchmarks"])
+    return n_models + (n_models + n_bases) * per_model + cfg["latency"]["runs"]
+
+
+def expected_comments(cfg: dict) -> list[str]:
+    """The job comments that the plugin (2.8.0) gives the study's SLURM jobs with groups:
+    rule_<rule>_wildcards_<values>, or rule_<group id>_<rules> for a group."""
+    models = [(r, s, d, seed) for r, spec in cfg["recipes"].items() for s in cfg["strategies"]
+              for d in cfg["depths"] for seed in spec["seeds"]]
+    return sorted(
+        [f"rule_train_wildcards_{r}_{s}_{d}_{seed}" for r, s, d, seed in models]
+        + [f"rule_eval_{r}_{s}{d}_seed{seed}_evaluate_trained" for r, s, d, seed in models]
+        + [f"rule_eval_base_{s}{d}_evaluate_base" for s in cfg["strategies"]
+           for d in cfg["depths"]]
+        + [f"rule_latency_run_wildcards_{r}" for r in range(cfg["latency"]["runs"])])
+
+
+def problems(jobs: list[SlurmJob], submitted: set[str], expected_outputs: set[str],
+             expected_jobs: int, local_outputs: set[str]) -> list[str]:
+    """Everything that shows a job did not go through SLURM as the profile says: a SLURM
+    output that no SLURM job wrote (it ran locally), a submission that accounting lacks,
+    a failed job, the wrong partition, a job without its GPU, a local rule run on SLURM."""
+    found = []
+    written = set().union(*(j.outputs for j in jobs))
+    for f in sorted(expected_outputs - written):
+        found.append(f"{f}: written by no SLURM job (ran locally?)")
+    for f in sorted(written & local_outputs):
+        found.append(f"{f}: a localrule's output, written inside a SLURM job")
+    ids = {j.job_id for j in jobs}
+    if ids != submitted:
+        found.append(f"submitted {sorted(submitted)} but sacct has {sorted(ids)}")
+    if len(jobs) != expected_jobs:
+        found.append(f"{len(jobs)} SLURM jobs, expected {expected_jobs}")
+    for j in jobs:
+        if j.state != "COMPLETED":
+            found.append(f"SLURM job {j.job_id} ({j.comment}): {j.state}")
+        if j.partition != PARTITION:
+            found.append(f"SLURM job {j.job_id} ({j.comment}): partition {j.partition}")
+        if j.gpus < 1:  # --exclusive (latency) gets all of the node's
+            found.append(f"SLURM job {j.job_id} ({j.comment}): no GPU")
+    return found

@@ -1,0 +1,127 @@
+"""The tiny study through `--profile profiles/slurm` on a real single-node SLURM.
+
+Needs the cluster of tests/cluster/up.sh (.ci/run starts it); without one these tests skip,
+unless DEPTHLAB_REQUIRE_SLURM=1 (set by .ci/run), which turns the skip into a failure.
+The check functions are tested without a cluster (last tests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).parent))
+import slurmrun  # noqa: E402
+from slurmrun import SlurmJob  # noqa: E402
+from test_workflow import tiny_config  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    problem = slurmrun.cluster_problem()
+    if problem and os.environ.get("DEPTHLAB_REQUIRE_SLURM") == "1":
+        pytest.fail(f"DEPTHLAB_REQUIRE_SLURM=1 but {problem}")
+    if problem:
+        pytest.skip(problem)
+
+
+@pytest.fixture(scope="module")
+def runs(cluster, tiny_model, tmp_path_factory):
+    """The same tiny config run locally (up to the stats) and through SLURM (everything)."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    cfg = slurmrun.cluster_config(tiny_config(tiny_model))
+    configfile = tmp / "cluster.yaml"
+    configfile.write_text(yaml.safe_dump(cfg))
+    local = tmp / "local"
+    slurmrun.run_snakemake(local, "--configfile", str(configfile), "--cores", "2",
+                           "results/stats/ci.parquet")
+    profile = slurmrun.ci_profile(tmp / "profile")
+    run = slurmrun.run_on_slurm(tmp / "slurm", configfile, profile)
+    print(f"SLURM run: {run.seconds:.0f} s, {len(run.submitted)} SLURM jobs")
+    return cfg, local, run
+
+
+@pytest.mark.slow
+def test_every_cluster_job_ran_through_slurm(runs):
+    cfg, _, run = runs
+    expected = slurmrun.slurm_outputs(cfg)
+    produced = {str(p.relative_to(run.workdir)) for d in ("checkpoints", "data", "results")
+                for p in (run.workdir / d).rglob("*") if p.is_file()}
+    assert expected <= produced
+    assert (run.workdir / "results/RESULTS.md").exists()  # the whole DAG ran
+    jobs = slurmrun.sacct_jobs(run)
+    found = slurmrun.problems(jobs, set(run.submitted), expected,
+                              slurmrun.expected_submissions(cfg), produced - expected)
+    assert not found, "\n".join(found)
+    # One SLURM job per training and latency run, one per model's evaluations.
+    assert sorted(j.comment for j in jobs) == slurmrun.expected_comments(cfg)
+
+
+@pytest.mark.slow
+def test_outputs_equal_a_local_run(runs):
+    cfg, local, run = runs
+    evals = sorted(f for f in slurmrun.slurm_outputs(cfg) if f.startswith("results/eval/"))
+    for f in evals:
+        pd.testing.assert_frame_equal(pd.read_parquet(local / f),
+                                      pd.read_parquet(run.workdir / f), obj=f)
+    stats = sorted((local / "results/stats").glob("*.parquet"))
+    assert len(stats) == 6
+    for f in stats:
+        pd.testing.assert_frame_equal(pd.read_parquet(f),
+                                      pd.read_parquet(run.workdir / "results/stats" / f.name),
+                                      obj=f.name)
+    models = sorted((local / "checkpoints").rglob("model.safetensors"))
+    assert len(models) == 4
+    for f in models:
+        twin = run.workdir / f.relative_to(local)
+        assert _sha(f) == _sha(twin), twin
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ---- the checks themselves, without a cluster ----------------------------------------------
+
+def _job(job_id, outputs, **kw):
+    return SlurmJob(**{"job_id": job_id, "comment": "c", "state": "COMPLETED",
+                       "partition": slurmrun.PARTITION, "gpus": 1,
+                       "outputs": frozenset(outputs), **kw})
+
+
+def test_checks_pass_a_run_that_went_through_slurm():
+    jobs = [_job("1", ["m.safetensors"]), _job("2", ["a.parquet", "b.parquet"])]
+    assert slurmrun.problems(jobs, {"1", "2"}, {"m.safetensors", "a.parquet", "b.parquet"},
+                             2, {"stats.parquet"}) == []
+
+
+def test_checks_catch_a_job_that_ran_locally():
+    # b.parquet exists but no SLURM job's log shows it: it ran on the submit host.
+    jobs = [_job("1", ["m.safetensors"]), _job("2", ["a.parquet"])]
+    found = slurmrun.problems(jobs, {"1", "2"}, {"m.safetensors", "a.parquet", "b.parquet"},
+                              3, set())
+    assert found == ["b.parquet: written by no SLURM job (ran locally?)",
+                     "2 SLURM jobs, expected 3"]
+
+
+def test_checks_catch_failures_wrong_partition_missing_gpu_and_unaccounted_jobs():
+    jobs = [_job("1", ["m"], state="FAILED"), _job("2", ["a", "s"], partition="debug", gpus=0)]
+    found = slurmrun.problems(jobs, {"1", "2", "3"}, {"m", "a"}, 2, {"s"})
+    assert "s: a localrule's output, written inside a SLURM job" in found
+    assert "submitted ['1', '2', '3'] but sacct has ['1', '2']" in found
+    assert "SLURM job 1 (c): FAILED" in found
+    assert "SLURM job 2 (c): partition debug" in found
+    assert "SLURM job 2 (c): no GPU" in found
+
+
+def test_log_outputs_reads_the_output_lines_of_a_slurm_log():
+    log = ("rule train:\n    input: x\n    output: checkpoints/r1/top1/seed1/model.safetensors\n"
+           "    jobid: 3\nrule evaluate_trained:\n    output: a.parquet, b.parquet\n")
+    assert slurmrun.log_outputs(log) == {"checkpoints/r1/top1/seed1/model.safetensors",
+                                         "a.parquet", "b.parquet"}

@@ -1,0 +1,51 @@
+"""profiles/slurm without a cluster: the paper's plan asks GPUs where a model runs and groups
+each model's evaluations. (tests/cluster runs the profile on a real SLURM.)"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from conftest import ROOT, job_counts, snakemake
+
+GPU_RULES = {"train", "evaluate_trained", "evaluate_base", "latency_run"}
+
+
+def job_resources(output: str) -> list[tuple[str, str]]:
+    """(rule, resources line) of every job of a dry run."""
+    jobs, current = [], None
+    for line in output.splitlines():
+        if m := re.match(r"\s*(?:local)?rule (\w+):$", line):
+            current = m[1]
+        elif current and (m := re.match(r"\s*resources: (.*)$", line)):
+            jobs.append((current, m[1]))
+            current = None
+    return jobs
+
+
+def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path):
+    proc = snakemake(tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"),
+                     "--configfile", str(ROOT / "config/paper.yaml"))
+    out = proc.stdout + proc.stderr
+    counts = job_counts(out)
+    assert counts["train"] == 20 and counts["evaluate_trained"] == 60
+    jobs = job_resources(out)
+    assert len(jobs) == sum(counts.values())
+    for rule, resources in jobs:
+        assert "slurm_partition=gpu" in resources
+        if rule in GPU_RULES:
+            assert re.search(r"\bgpu=1\b", resources), (rule, resources)
+        else:  # downloads, stats, figures, report: localrules, no GPU
+            assert "gpu=" not in resources, (rule, resources)
+    assert all("slurm_extra=--exclusive" in r for rule, r in jobs if rule == "latency_run")
+    # One group job per model (20) and per untrained base depth (4), each with 3 benchmarks.
+    groups = re.findall(r"Group job (eval_\S+) ", out)
+    assert len(groups) == len(set(groups)) == 24
+
+
+def test_slurm_profile_names_only_existing_rules():
+    prof = yaml.safe_load((ROOT / "profiles/slurm/profile.yaml").read_text())
+    rules = set(re.findall(r"^rule (\w+):", "".join(
+        p.read_text() for p in (ROOT / "rules").glob("*.smk")), re.M))
+    named = set(prof["set-resources"]) | set(prof["set-threads"]) | set(prof["groups"])
+    assert named <= rules, named - rules
