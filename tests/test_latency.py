@@ -247,6 +247,30 @@ def test_a_busy_machine_is_named_as_the_likely_cause():
     assert doc["runs"][1]["env"]["loadavg_before"] == 2.6
 
 
+def test_other_work_is_measured_from_host_cpu_time():
+    """/proc/stat accounting over the timed rounds: cores other processes used, and steal;
+    a quiet but unstable run is told apart from a busy one."""
+    quiet, busy = synthetic_run(0, GOOD), synthetic_run(1, GOOD)
+    for df, other in ((quiet, 0.05), (busy, 0.9)):
+        df["device"], df["host_cpus"], df["threads"] = "cpu", 2, 1
+        before = {"clock_s": 100.0, "proc_cpu_s": 10.0, "host_busy_s": 500.0,
+                  "host_steal_s": 1.0}
+        # 30 s of rounds: this process used 30 CPU-s, others `other` cores, no steal
+        after = {"clock_s": 130.0, "proc_cpu_s": 40.0, "host_busy_s": 530.0 + 30 * other,
+                 "host_steal_s": 1.0}
+        for k in before:
+            df[f"{k}_before"], df[f"{k}_after"] = before[k], after[k]
+    summary, doc, _ = latency.check(latency.summarize(pd.concat([quiet, busy]), nboot=200))
+    assert doc["runs"][0]["notes"].startswith("nothing else ran: other processes 0.05 cores")
+    assert "CPU itself" not in doc["runs"][0]["notes"]  # coherent: no explanation needed
+    assert "other processes kept 0.90 cores busy" in doc["runs"][1]["notes"]
+    assert doc["runs"][1]["env"]["other_processes_cores"] == pytest.approx(0.9)
+    assert doc["runs"][0]["env"]["steal_share"] == 0.0
+    env = latency.host_cpu_seconds()
+    assert env["proc_cpu_s"] > 0 and env["clock_s"] > 0
+    assert np.isnan(env["host_busy_s"]) or env["host_busy_s"] > 0
+
+
 def test_cuda_runs_compare_wall_with_event_time():
     ok = synthetic_run(0, GOOD)
     ok["device"], ok["event_seconds"] = "cuda", ok["seconds"] * 0.95

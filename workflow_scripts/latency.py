@@ -228,8 +228,39 @@ def environment(device: str, dtype: str) -> dict:
     return env
 
 
+def host_cpu_seconds() -> dict:
+    """CPU seconds of the whole host (/proc/stat: busy = user + nice + system + irq + softirq;
+    steal = taken by the hypervisor), of this process, and a monotonic clock. Differences
+    over the timed rounds say how much other work ran beside them (`other_work`)."""
+    out = {"host_busy_s": np.nan, "host_steal_s": np.nan}
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        with open("/proc/stat", encoding="ascii") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        tick = os.sysconf("SC_CLK_TCK")
+        out = {"host_busy_s": (v[0] + v[1] + v[2] + v[5] + v[6]) / tick,
+               "host_steal_s": v[7] / tick}
+    return {**out, "proc_cpu_s": time.process_time(), "clock_s": time.monotonic()}
+
+
+def other_work(env) -> tuple[float, float]:
+    """(cores busy with other processes, share of the host's CPU time stolen by the
+    hypervisor) on average over the timed rounds; NaN where not recorded."""
+    try:
+        wall = float(env["clock_s_after"]) - float(env["clock_s_before"])
+        busy = float(env["host_busy_s_after"]) - float(env["host_busy_s_before"])
+        own = float(env["proc_cpu_s_after"]) - float(env["proc_cpu_s_before"])
+        steal = float(env["host_steal_s_after"]) - float(env["host_steal_s_before"])
+        cpus = float(env["host_cpus"])
+    except (KeyError, TypeError, ValueError):
+        return float("nan"), float("nan")
+    if not wall > 0:
+        return float("nan"), float("nan")
+    return max(0.0, (busy - own) / wall), steal / (wall * cpus)
+
+
 def _snapshot(device: str, when: str) -> dict:
     snap = {f"loadavg_{when}": os.getloadavg()[0] if hasattr(os, "getloadavg") else np.nan}
+    snap.update({f"{k}_{when}": v for k, v in host_cpu_seconds().items()})
     if device == "cuda":
         snap.update({f"{k}_{when}": v for k, v in gpu_clocks().items()})
     return snap
@@ -239,7 +270,9 @@ def _snapshot(device: str, when: str) -> dict:
 # Summary, coherence, canonical ladder
 # ---------------------------------------------------------------------------------------
 ENV_COLUMNS = ("device", "device_name", "threads", "dtype", "torch", "batch_size", "seq_len",
-               "host_cpus", "loadavg_before", "loadavg_after")
+               "host_cpus", "loadavg_before", "loadavg_after",
+               *(f"{k}_{w}" for w in ("before", "after")
+                 for k in ("host_busy_s", "host_steal_s", "proc_cpu_s", "clock_s")))
 
 
 def _q(x: np.ndarray, q: float) -> float:
@@ -305,7 +338,8 @@ def check(summary: pd.DataFrame, th: coherence.Thresholds | None = None):
     summary["failed_checks"] = summary["run"].map(lambda r: ", ".join(by_run[int(r)]["failed"]))
     summary["why"] = summary["run"].map(
         lambda r: "; ".join(f"{k}: {w}" for k, w in by_run[int(r)]["why"].items()))
-    notes = {int(r): busy_note(g) for r, g in summary.groupby("run")}
+    notes = {int(r): busy_note(g, "stable" in by_run[int(r)]["failed"])
+             for r, g in summary.groupby("run")}
     summary["notes"] = summary["run"].map(lambda r: notes[int(r)])
 
     wide = summary.pivot(index="run", columns="depth", values="p50_ms").sort_index()
@@ -348,13 +382,28 @@ def check(summary: pd.DataFrame, th: coherence.Thresholds | None = None):
     return summary, doc, ladder
 
 
-def busy_note(rows: pd.DataFrame) -> str:
-    """A note when other work shared the machine during a CPU run: the load average (runnable
-    threads, this run's included) above the CPUs left to it plus its own threads."""
-    need = {"host_cpus", "threads", "loadavg_before", "loadavg_after"}
-    if not need <= set(rows) or rows["device"].iloc[0] != "cpu":
+def busy_note(rows: pd.DataFrame, unstable: bool = False) -> str:
+    """What shared the machine with a CPU run. Measured from /proc/stat where recorded: the
+    cores other processes kept busy during the timed rounds, and the hypervisor's steal.
+    Else the load average (runnable threads, this run's included, a 1-minute mean that also
+    remembers jobs that have just ended) above the run's own threads."""
+    if "device" not in rows or rows["device"].iloc[0] != "cpu":
         return ""
     first = rows.iloc[0]
+    others, steal = other_work(first)
+    if np.isfinite(others):
+        if others > 0.25 or steal > 0.05:
+            return (f"the machine was busy: other processes kept {others:.2f} cores busy and "
+                    f"the hypervisor took {steal:.0%} of the CPU time during the timed rounds; "
+                    "other work slows the calls unevenly, so rerun on a quiet machine")
+        quiet = f"nothing else ran: other processes {others:.2f} cores, steal {steal:.0%}"
+        if not unstable:
+            return quiet
+        return (quiet + "; so the spread is the CPU itself running slower at times (CPU time "
+                "per call tracks wall time), e.g. a virtual machine whose host is shared")
+    need = {"host_cpus", "threads", "loadavg_before", "loadavg_after"}
+    if not need <= set(rows):
+        return ""
     load = max(float(first["loadavg_before"]), float(first["loadavg_after"]))
     if not load > float(first["threads"]) + 0.5:
         return ""
@@ -374,6 +423,11 @@ def _env_of(summary: pd.DataFrame, run: int) -> dict:
     for col in s.columns:
         if col.startswith("gpu_"):
             env[col] = coherence.plain(s[col].iloc[0])
+    if len(s):
+        others, steal = other_work(s.iloc[0])
+        if np.isfinite(others):
+            env["other_processes_cores"] = round(others, 4)
+            env["steal_share"] = round(steal, 4)
     return env
 
 
