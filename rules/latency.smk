@@ -25,7 +25,9 @@ rule latency_run:
         base=config["base_model"],
         depths=" ".join(map(str, DEPTHS)),
         strategy=STRATEGIES[0],
-        torch_threads=all_cores() if LAT["threads"] == "all" else LAT["threads"],
+        torch_threads=lambda wc, threads: (
+            threads if LAT["threads"] == "all" else LAT["threads"]
+        ),
         args=(
             f"--batch-size {LAT['batch_size']} --seq-len {LAT['seq_len']}"
             f" --warmup-calls {LAT['warmup_calls']}"

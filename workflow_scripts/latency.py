@@ -101,12 +101,6 @@ def _timer(device: str):
     return timed
 
 
-def time_call(fn, device: str) -> tuple[float, float]:
-    """(wall seconds, CUDA event seconds or NaN) of one call."""
-    wall, event, _ = _timer(device)(fn)
-    return wall, event
-
-
 def warm_up(fn, timed, *, min_calls: int, max_calls: int | None = None, window: int = 0,
             tol: float = 0.02) -> dict:
     """Call `fn` until its timing is stable (see the module docstring); window 0: exactly

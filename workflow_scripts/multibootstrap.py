@@ -10,11 +10,12 @@ docs/multibootstrap.md documents the semantics, the exact draw order and example
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
@@ -29,7 +30,6 @@ MIN_NBOOT = 100
 _CHUNK_BYTES = 8 * 2**20  # memory budget of the index draws in flight
 _BYTES_PER_DRAW = 16  # int64 indices of 2 chunks: the one counted, the one being drawn
 _BLOCK_BYTES = 2 * 2**20  # one block's float counts (52 rows of 5,000): the best-measured matmul
-_BLAS = None  # threadpoolctl controller once looked up; False if it is not installed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,26 +144,44 @@ def _prefetch(fn, args: list) -> Iterator:
         yield pending.result()
 
 
-@contextmanager
+@functools.cache
+def _blas_controller():
+    """threadpoolctl's controller, looked up once; None where it is not installed (optional:
+    numpy and scipy are the only requirements)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    return ThreadpoolController()
+
+
 def _single_blas_thread():
     """Keep BLAS on one thread while the engine runs (if threadpoolctl is installed).
 
     The matmuls are small (one cache-sized block each); multi-threaded BLAS would spin up
     threads for each and fight the drawing thread for the cores, which measured slower.
     """
-    global _BLAS
-    if _BLAS is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # optional: numpy and scipy are the only requirements
-            _BLAS = False
+    ctl = _blas_controller()
+    return ctl.limit(limits=1, user_api="blas") if ctl else contextlib.nullcontext()
+
+
+def _block_total(arms, rows, n_ex, edges, ex, sd, r0, r1, buf, fixed) -> np.ndarray:
+    """Bootstrap samples r0..r1 of one chunk: each seed's metric on its example draws
+    ([seeds, block]), then the signed, seed-weighted sum over the arms."""
+    if ex:
+        per_seed = sum((x @ _counts(e[r0:r1], n, buf).T) / n
+                       for e, x, n in zip(ex, rows, n_ex, strict=True))
+        per_seed /= len(rows)  # stratified: unweighted mean over benchmarks
+    else:
+        per_seed = np.broadcast_to(fixed, (len(fixed), r1 - r0))
+    total = np.zeros(r1 - r0)
+    for arm, idx, i, j in zip(arms, sd, edges[:-1], edges[1:], strict=True):
+        if idx is None:
+            total += arm.sign * per_seed[i:j].mean(axis=0)
         else:
-            _BLAS = ThreadpoolController()
-    if _BLAS is False:
-        yield
-        return
-    with _BLAS.limit(limits=1, user_api="blas"):
-        yield
+            w = _counts(idx[r0:r1], j - i, buf)
+            total += arm.sign * np.einsum("bs,sb->b", w, per_seed[i:j]) / (j - i)
+    return total
 
 
 def _engine(arms: list[_Arm], nboot: int, seed: int, resample: tuple[str, ...]) -> np.ndarray:
@@ -176,7 +194,8 @@ def _engine(arms: list[_Arm], nboot: int, seed: int, resample: tuple[str, ...]) 
     children = np.random.default_rng(seed).spawn(2 + len(rows))
     seed_draw = ["seeds" in resample and arm.stream is not None for arm in arms]
     by_examples = "examples" in resample
-    block, chunk = _rows(max(n_ex + [len(a.blocks[0]) for a in arms]))
+    widest = max(n_ex + [len(a.blocks[0]) for a in arms])  # units of the largest draw
+    block, chunk = _rows(widest)
 
     def draw(m: int) -> tuple[list, list]:  # every index draw of one chunk
         ex = [_draw_blocked(children[2 + k], n, m, block) for k, n in enumerate(n_ex)
@@ -187,27 +206,15 @@ def _engine(arms: list[_Arm], nboot: int, seed: int, resample: tuple[str, ...]) 
 
     sizes = [min(chunk, nboot - lo) for lo in range(0, nboot, chunk)]
     fixed = sum(x.mean(axis=1) for x in rows)[:, None] / len(rows)  # examples not resampled
-    buf = np.empty(block * max(n_ex + [len(a.blocks[0]) for a in arms]))  # one block's counts
+    buf = np.empty(block * widest)  # one block's counts
     out = np.empty(nboot)
     lo = 0
     with _single_blas_thread():
         for m, (ex, sd) in zip(sizes, _prefetch(draw, sizes), strict=True):
             for r0 in range(0, m, block):
                 r1 = min(m, r0 + block)
-                if ex:  # [seeds, block]: each seed's metric on each sample's example draw
-                    per_seed = sum((x @ _counts(e[r0:r1], n, buf).T) / n
-                                   for e, x, n in zip(ex, rows, n_ex, strict=True))
-                    per_seed /= len(rows)  # stratified: unweighted mean over benchmarks
-                else:
-                    per_seed = np.broadcast_to(fixed, (len(fixed), r1 - r0))
-                total = np.zeros(r1 - r0)
-                for arm, idx, i, j in zip(arms, sd, edges[:-1], edges[1:], strict=True):
-                    if idx is None:
-                        total += arm.sign * per_seed[i:j].mean(axis=0)
-                    else:
-                        w = _counts(idx[r0:r1], j - i, buf)
-                        total += arm.sign * np.einsum("bs,sb->b", w, per_seed[i:j]) / (j - i)
-                out[lo + r0 : lo + r1] = total
+                out[lo + r0 : lo + r1] = _block_total(arms, rows, n_ex, edges, ex, sd, r0, r1,
+                                                      buf, fixed)
             lo += m
     return out
 

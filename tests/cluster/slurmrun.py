@@ -5,19 +5,17 @@ Shared by tests/cluster/test_slurm.py and bench/slurm_groups.py. Import-safe wit
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from conftest import snakemake  # tests/ is on sys.path: pytest's conftest dir, or the bench's
 
 ROOT = Path(__file__).resolve().parents[2]
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 PARTITION = "local"  # up.sh's partition
 # Rules that the SLURM profile sends to the cluster; every other rule of the bi-encoder study
 # is a localrule (Snakefile).
@@ -88,15 +86,10 @@ class Run:
 
 
 def run_snakemake(workdir: Path, *args: str, timeout: int = 900) -> tuple[str, float]:
-    cmd = [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
+    """The workflow tests' runner (conftest.snakemake), timed: (stdout + stderr, seconds)."""
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONHASHSEED": "0"})
-    seconds = time.monotonic() - t0
-    output = proc.stdout + proc.stderr
-    if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed:\n{output[-6000:]}")
-    return output, seconds
+    proc = snakemake(workdir, *args, timeout=timeout)
+    return proc.stdout + proc.stderr, time.monotonic() - t0
 
 
 def run_on_slurm(workdir: Path, configfile: Path, profile: Path, timeout: int = 900) -> Run:
