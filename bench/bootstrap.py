@@ -2,8 +2,9 @@
 
 Prints, in one run: the engine's time at 25 seeds x 5,000 examples x nboot 2,000; a plain
 loop's time (run on fewer samples, extrapolated linearly); the floor, i.e. numpy's default
-Generator drawing the same random indices in the same calls (work no exact engine can skip);
-and the peak memory at 25 seeds x 50,000 examples x nboot 10,000.
+Generator (integers()) drawing the same random indices in the same blocks on one thread;
+the engine's own draws of those indices (the same values, vectorized); and the peak memory
+at 25 seeds x 50,000 examples x nboot 10,000. The engine runs two threads (CPU time shown).
 
     .venv/bin/python bench/bootstrap.py [--repeats 5] [--loop-samples 200]
 """
@@ -40,21 +41,32 @@ def best_of(fns: dict, repeats: int) -> dict[str, tuple[float, float]]:
     return {name: (min(wall[name]), min(cpu[name])) for name in fns}
 
 
-def floor(n_seeds: int, n_ex: int, nboot: int, seed: int) -> None:
-    """The engine's draws alone: same generators, same integers() calls, same chunk sizes."""
+def floor(n_seeds: int, n_ex: int, nboot: int, seed: int, *, numpy: bool = True) -> None:
+    """The engine's draws alone, on one thread: same generators (one per group of samples, made
+    the same way), same rows in the same blocks. numpy=True: numpy's Generator.integers (the
+    floor); False: the engine's own vectorized draw of the same indices."""
     children = np.random.default_rng(seed).spawn(3)
-    chunk = mb._rows(n_ex)[1]
-    for lo in range(0, nboot, chunk):
-        m = min(chunk, nboot - lo)
-        mb._draw(children[2], n_ex, m)
-        mb._draw(children[0], n_seeds, m)
+    plan = mb._plan(nboot, mb._block_rows(max(n_ex, n_seeds)))
+    for seeds, examples, blocks in zip(children[0].spawn(len(plan)),
+                                       children[2].spawn(len(plan)), plan, strict=True):
+        if not numpy:
+            seeds, examples = mb._Indices(seeds, n_seeds), mb._Indices(examples, n_ex)
+        for r0, r1 in blocks:
+            if numpy:
+                seeds.integers(0, n_seeds, size=(r1 - r0, n_seeds))
+                examples.integers(0, n_ex, size=(r1 - r0, n_ex))
+            else:
+                seeds.draw(r1 - r0)
+                examples.draw(r1 - r0)
 
 
 def loop(x: np.ndarray, nboot: int, seed: int) -> np.ndarray:
-    """Plain loop over bootstrap samples on the engine's draws (the tests' reference)."""
+    """Plain loop over bootstrap samples on the engine's draws (the tests' reference); nboot
+    at most one group, whose generators it draws from."""
+    assert nboot <= mb.GROUP
     children = np.random.default_rng(seed).spawn(3)
-    seeds = children[0].integers(0, x.shape[0], size=(nboot, x.shape[0]))
-    examples = children[2].integers(0, x.shape[1], size=(nboot, x.shape[1]))
+    seeds = children[0].spawn(1)[0].integers(0, x.shape[0], size=(nboot, x.shape[0]))
+    examples = children[2].spawn(1)[0].integers(0, x.shape[1], size=(nboot, x.shape[1]))
     return np.array([
         sum(float(np.mean(x[s, examples[i]])) for s in seeds[i]) / len(seeds[i])
         for i in range(nboot)
@@ -78,6 +90,7 @@ def main() -> None:
     times = best_of({
         "engine": lambda: mb.bootstrap_mean(x, nboot=NBOOT, seed=1),
         "floor": lambda: floor(SEEDS, EXAMPLES, NBOOT, seed=1),
+        "own draws": lambda: floor(SEEDS, EXAMPLES, NBOOT, seed=1, numpy=False),
         "loop": lambda: loop(x, n_loop, seed=1),
     }, args.repeats)
     (t_engine, c_engine), (t_floor, c_floor) = times["engine"], times["floor"]
@@ -88,8 +101,11 @@ def main() -> None:
     diff = float(np.max(np.abs(engine[:n_loop] - ref)))
 
     print(f"engine:                  {t_engine:8.3f} s  (CPU {c_engine:.3f} s, all threads)")
-    print(f"floor (draws only):      {t_floor:8.3f} s  (CPU {c_floor:.3f} s; same Generator "
-          "calls and chunks)")
+    print(f"floor (draws only):      {t_floor:8.3f} s  (CPU {c_floor:.3f} s; numpy's "
+          "Generator.integers, same generators and blocks, one thread)")
+    t_own = times["own draws"][0]
+    print(f"engine's own draws:      {t_own:8.3f} s  (the same indices, vectorized from the raw "
+          f"stream: {t_floor / t_own:.2f}x faster than integers)")
     print(f"loop:                    {t_loop:8.3f} s  (best {t_loop_part:.3f} s on "
           f"{n_loop} samples, extrapolated linearly x{NBOOT / n_loop:g})")
     print(f"speedup vs loop: {t_loop / t_engine:6.1f}x (goal >= 20x)")
@@ -106,8 +122,8 @@ def main() -> None:
     peak = tracemalloc.get_traced_memory()[1] - base
     tracemalloc.stop()
     print(f"peak memory at {SEEDS} seeds x {MEM_EXAMPLES} examples x nboot {MEM_NBOOT}: "
-          f"{peak / 2**20:.1f} MiB above the input (tracemalloc; chunk budget "
-          f"{mb._CHUNK_BYTES / 2**20:.0f} MiB; data {big.nbytes / 2**20:.1f} MiB), "
+          f"{peak / 2**20:.1f} MiB above the input (tracemalloc; {mb._THREADS} threads, "
+          f"blocks of {mb._BLOCK_BYTES / 2**20:.2f} MiB; data {big.nbytes / 2**20:.1f} MiB), "
           f"took {t_big:.2f} s")
 
 

@@ -249,7 +249,7 @@ rule ladder_stats:
         "logs/ladder/stats.log",
     conda:
         CONDA_ENV
-    threads: 1
+    threads: 2  # the Multi-Bootstrap engine computes two groups of samples at once
     resources:
         mem_mb=2000,
     params:

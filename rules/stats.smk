@@ -14,7 +14,7 @@ rule stats:
         "logs/stats/stats.log",
     conda:
         CONDA_ENV
-    threads: 1
+    threads: 2  # the Multi-Bootstrap engine computes two groups of samples at once
     resources:
         mem_mb=4000,
     params:

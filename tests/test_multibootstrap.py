@@ -3,7 +3,8 @@
 The loop regenerates the index draws from the documented draw order (docs/multibootstrap.md):
 children = default_rng(seed).spawn(2 + n_benchmarks); children[0] seeds of arm a (or the only
 arm), children[1] seeds of arm b, children[2 + k] examples of benchmark k (sorted keys); each
-draws child.integers(0, n, size=(nboot, n)).
+child spawns one generator per group of mb.GROUP samples, which draws
+integers(0, n, size=(rows in the group, n)).
 """
 
 from __future__ import annotations
@@ -50,9 +51,11 @@ def loop_bootstrap(design, a, b, *, nboot, seed, resample, order=None):
     children = np.random.default_rng(seed).spawn(2 + len(b))
 
     def draw(child, n, axis):
-        if axis in resample:
-            return child.integers(0, n, size=(nboot, n))
-        return np.tile(np.arange(n), (nboot, 1))  # axis fixed: every unit once
+        if axis not in resample:
+            return np.tile(np.arange(n), (nboot, 1))  # axis fixed: every unit once
+        starts = range(0, nboot, mb.GROUP)
+        return np.vstack([gen.integers(0, n, size=(min(mb.GROUP, nboot - g0), n))
+                          for gen, g0 in zip(child.spawn(len(starts)), starts, strict=True)])
 
     ex = [draw(children[2 + k], blk.shape[1], "examples") for k, blk in enumerate(b)]
     out = []
@@ -105,11 +108,13 @@ def arm_data(kind, n_seeds, rng, baseline=False):
 # ---------------------------------------------------------------------------------------
 @pytest.fixture(params=["one-block", "many-blocks"])
 def blocks(request, monkeypatch):
-    """Run each equality test twice: NBOOT in one count block, and in blocks of 5-6 rows
-    spread over chunks of 10-12 (row offsets, block edges and prefetching all exercised)."""
+    """Run each equality test twice: one group of 250 samples in one block, and groups of 7
+    samples in blocks of 3, 3 and 1 rows on two threads (row offsets, block and group edges,
+    a partial last group and more groups than threads all exercised)."""
     if request.param == "many-blocks":
-        monkeypatch.setattr(mb, "_BLOCK_BYTES", 8 * 21 * 5)
-        monkeypatch.setattr(mb, "_CHUNK_BYTES", mb._BYTES_PER_DRAW * 21 * 12)
+        monkeypatch.setattr(mb, "GROUP", 7)
+        monkeypatch.setattr(mb, "_BLOCK_BYTES", 8 * 21 * 3)
+        monkeypatch.setattr(mb, "_THREAD_MIN_DRAWS", 0)
     return request.param
 
 
@@ -151,19 +156,57 @@ def test_compare_matches_loop(kind, design, resample):
     assert res.benchmarks == (("fiqa", "nq") if kind == "stratified" else None)
 
 
-def test_result_does_not_depend_on_chunk_size(monkeypatch):
+def test_result_depends_on_neither_block_size_nor_threads(monkeypatch):
     rng = np.random.default_rng(4)
     a, b = arm_data("stratified", 5, rng), arm_data("stratified", 6, rng)
-    whole = mb.compare(a, b, design="unpaired", nboot=NBOOT, seed=5).samples
+    monkeypatch.setattr(mb, "GROUP", 64)
+    monkeypatch.setattr(mb, "_THREAD_MIN_DRAWS", 0)
+    whole = mb.compare(a, b, design="unpaired", nboot=NBOOT, seed=5).samples  # 1 block/group
     n = max(blk.shape[1] for blk in a.values())
-    monkeypatch.setattr(mb, "_BLOCK_BYTES", 8 * n * 3)  # 3 rows per count block
-    monkeypatch.setattr(mb, "_CHUNK_BYTES", mb._BYTES_PER_DRAW * n * 7)  # 6 rows per chunk
-    assert mb._rows(n) == (3, 6)
-    chunked = mb.compare(a, b, design="unpaired", nboot=NBOOT, seed=5).samples
-    np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-13)
+    monkeypatch.setattr(mb, "_BLOCK_BYTES", 8 * n * 5)
+    assert mb._block_rows(n) == 5
+    assert [len(blocks) for blocks in mb._plan(NBOOT, 5)] == [13, 13, 5]  # 64, 64, 22 rows
+    for threads in (1, 3):
+        monkeypatch.setattr(mb, "_THREADS", threads)
+        blocked = mb.compare(a, b, design="unpaired", nboot=NBOOT, seed=5).samples
+        np.testing.assert_allclose(blocked, whole, rtol=0, atol=1e-13)
     ref = loop_bootstrap("unpaired", as_blocks(a), as_blocks(b), nboot=NBOOT, seed=5,
                          resample=("seeds", "examples"), order=sorted(a))
-    np.testing.assert_allclose(chunked, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(whole, ref, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 25, 1000, 5000, 50_000, 2**20 + 1, 3 * 2**29,
+                               2**31 - 1])
+def test_vectorized_draws_equal_numpy_integers(n):
+    """_Indices makes Generator.integers' values and leaves the stream where integers() would:
+    over calls of odd and even sizes (numpy keeps a raw output's high half for the next
+    value), and where Lemire's method rejects values (a quarter of them at 3 * 2**29)."""
+    sizes = [int(k) for k in np.random.default_rng(n).integers(1, 3000, size=8)]
+    ref = np.random.default_rng(n + 1).integers(0, n, size=sum(sizes))
+    stream = mb._Indices(np.random.default_rng(n + 1), n)
+    assert stream.vectorized
+    got = [np.empty(k, dtype=np.int64) for k in sizes]
+    for out in got:
+        stream.fill(out)
+    np.testing.assert_array_equal(np.concatenate(got), ref)
+
+
+def test_draw_rows_offsets_and_fallback():
+    ref = np.random.default_rng(3).integers(0, 6, size=(4, 6))
+    rows = mb._Indices(np.random.default_rng(3), 6).draw(4, step=10)
+    np.testing.assert_array_equal(rows, ref + np.arange(4)[:, None] * 10)
+    numpy_only = mb._Indices(np.random.default_rng(3), 6)
+    numpy_only.vectorized = False  # as for n >= 2**31: numpy's own integers()
+    np.testing.assert_array_equal(numpy_only.draw(4), ref)
+    one = mb._Indices(np.random.default_rng(3), 1)  # numpy draws nothing for one unit
+    np.testing.assert_array_equal(one.draw(2), np.zeros((2, 1)))
+
+
+def test_fewer_samples_are_a_prefix_of_more():
+    x = scores(np.random.default_rng(8), 4, 30)
+    few = mb.bootstrap_mean(x, nboot=100, seed=3).samples
+    many = mb.bootstrap_mean(x, nboot=1000, seed=3).samples
+    np.testing.assert_allclose(many[:100], few, rtol=0, atol=1e-13)
 
 
 def test_same_result_without_threadpoolctl(monkeypatch):

@@ -2,7 +2,8 @@
 
 One bootstrap sample draws seeds and examples with replacement; every drawn seed contributes its
 metric (the mean score) on the drawn examples, and the sample is the mean over drawn seeds, with
-multiplicity. Draws become count matrices and averages become matrix products.
+multiplicity. Seed draws become count matrices, averages matrix products, and example draws a
+gather of that product (the count-matrix product without building the counts).
 
 Imports numpy and scipy only, so notebooks can use it without torch or snakemake.
 docs/multibootstrap.md documents the semantics, the exact draw order and examples.
@@ -13,8 +14,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import sys
+import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
@@ -27,9 +30,6 @@ DESIGNS = ("paired", "unpaired", "single-baseline")
 ALTERNATIVES = ("greater", "less", "two-sided")
 METHODS = ("percentile", "bca")
 MIN_NBOOT = 100
-_CHUNK_BYTES = 8 * 2**20  # memory budget of the index draws in flight
-_BYTES_PER_DRAW = 16  # int64 indices of 2 chunks: the one counted, the one being drawn
-_BLOCK_BYTES = 2 * 2**20  # one block's float counts (52 rows of 5,000): the best-measured matmul
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,63 +85,93 @@ class _Arm(NamedTuple):
 #   children[0]: seeds of arm a (bootstrap_mean: the only arm; paired: shared by both arms)
 #   children[1]: seeds of arm b (unpaired, single-baseline)
 #   children[2 + k]: examples of benchmark k (sorted keys; an array is one benchmark)
-#   each draws child.integers(0, n, size=(nboot, n)); row i belongs to bootstrap sample i.
-# The engine draws those rows chunk by chunk (in a worker thread, see _prefetch); consecutive
-# calls continue the same stream, so the result does not depend on the chunk size.
+#   bootstrap samples come in groups of GROUP; group g of a stream draws from its own generator
+#   children[u].spawn(n_groups)[g]: rows = gen.integers(0, n, size=(rows_in_group, n)), row r
+#   belonging to sample g * GROUP + r.
+# Own generators per group let groups be drawn in parallel; a group's rows are drawn block by
+# block (consecutive calls continue its stream), so results depend on neither the block size
+# nor the threads, and the first nboot samples of a larger nboot are the same.
 # ---------------------------------------------------------------------------------------
+GROUP = 250  # samples per generator group: part of the draw order, changing it changes results
+_BLOCK_BYTES = 5 * 2**18  # one block's [rows, examples] floats: 32 rows of 5,000, best measured
+_THREADS = 2  # groups computed at once; the engine's only parallelism
+_THREAD_MIN_DRAWS = 2**20  # below this many drawn indices a thread pool costs more than it saves
+
+
 def _by_benchmark(arms: list[_Arm]) -> list[tuple[np.ndarray, ...]]:
     return list(zip(*(a.blocks for a in arms), strict=True))
 
 
-def _draw(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
-    """`size` rows of `n` indices in [0, n): the only random operation of the engine."""
-    return rng.integers(0, n, size=(size, n))
+def _plan(nboot: int, block: int) -> list[list[tuple[int, int]]]:
+    """Per group, its blocks of sample rows (r0, r1): the engine's draw calls, in order."""
+    return [[(r0, min(r0 + block, g1)) for r0 in range(g0, g1, block)]
+            for g0, g1 in ((g0, min(g0 + GROUP, nboot)) for g0 in range(0, nboot, GROUP))]
 
 
-def _rows(n: int) -> tuple[int, int]:
-    """(rows per count block, rows per drawn chunk) for units of size `n`.
+def _block_rows(widest: int) -> int:
+    """Rows per block, so a block's draws, products and gathers stay in cache."""
+    return max(1, _BLOCK_BYTES // (8 * widest))
 
-    A block's float counts (rows x n) stay in the L2 cache, so counting and the matmul do not
-    stream through memory; a chunk (whole blocks) bounds the index draws in flight. Chunks are
-    small so that the first draw, which nothing overlaps, is a small share of the run.
+
+class _Indices:
+    """One stream of the draw order: gen.integers(0, n, size=(rows, n)) in consecutive calls.
+
+    Same values and the same stream position as numpy's integers() (the tests check both, for
+    many n, split sizes and heavy rejection), made from the raw 64-bit stream. integers() maps
+    each 32-bit half through an indirect call and a rejection branch (Lemire's method:
+    value = u * n >> 32, u rejected when (u * n) mod 2**32 < 2**32 mod n, then the next u is
+    used); here the same mapping is a few vectorized passes, ~20% cheaper, and drawing is the
+    engine's largest cost. numpy takes a raw output's low half first and keeps the high half
+    for the next value (PCG64's has_uint32); `half` is that kept half.
     """
-    block = max(1, _BLOCK_BYTES // (8 * n))
-    chunk = max(block, _CHUNK_BYTES // (_BYTES_PER_DRAW * n) // block * block)
-    return block, chunk
 
+    def __init__(self, gen: np.random.Generator, n: int):
+        self.gen, self.n = gen, n
+        self.bits = gen.bit_generator
+        # Elsewhere (n = 1 draws nothing, u * n could overflow, big-endian halves) numpy draws.
+        self.vectorized = 2 <= n < 2**31 and sys.byteorder == "little"
+        self.reject_below = np.uint32(2**32 % n) if self.vectorized else None
+        self.half: np.uint32 | None = None
 
-def _draw_blocked(rng: np.random.Generator, n: int, size: int, block: int) -> np.ndarray:
-    """_draw, then each row's offset within its count block, (row % block) * n, added in place:
-    one flat bincount over a block's rows then counts all of them at once."""
-    idx = _draw(rng, n, size)
-    idx += (np.arange(size) % block * n)[:, None]
-    return idx
+    def draw(self, rows: int, step: int = 0, out: np.ndarray | None = None) -> np.ndarray:
+        """The next `rows` rows, int64 [rows, n], row r offset by r * step (a flat index into
+        a [rows, step] block), written into `out` when given."""
+        k = rows * self.n
+        out = (np.empty(k, dtype=np.int64) if out is None else out[:k]).reshape(rows, self.n)
+        self.fill(out.reshape(-1))
+        if step:
+            out += (np.arange(rows) * step)[:, None]
+        return out
 
+    def fill(self, out: np.ndarray) -> None:
+        """Write the stream's next len(out) values in [0, n) into the int64 array `out`."""
+        if not self.vectorized:
+            out[...] = self.gen.integers(0, self.n, size=len(out))
+            return
+        dst = out.view(np.uint64)
+        filled = 0
+        while filled < len(out):  # more than once only after rejections
+            u = self._next_u32(len(out) - filled)
+            part = dst[filled : filled + len(u)]
+            np.multiply(u, np.uint64(self.n), out=part)
+            # Contiguous passes: strided views of part's halves measured slower.
+            low = np.multiply(u, np.uint32(self.n))  # (u * n) mod 2**32
+            if self.reject_below and low.min() < self.reject_below:
+                kept = part[low >= self.reject_below]
+                part = dst[filled : filled + len(kept)]
+                part[...] = kept
+            np.right_shift(part, np.uint64(32), out=part)
+            filled += len(part)
 
-def _counts(idx: np.ndarray, n: int, out: np.ndarray) -> np.ndarray:
-    """Offset index rows of one block [m, n] -> float counts [m, n], written into `out`."""
-    m = idx.shape[0]
-    counts = out[: m * n].reshape(m, n)
-    np.copyto(counts, np.bincount(idx.ravel(), minlength=m * n).reshape(m, n))
-    return counts
-
-
-def _prefetch(fn, args: list) -> Iterator:
-    """Yield fn(a) for a in args, computing the next one in a worker thread meanwhile.
-
-    Drawing is the floor of the engine's cost and numpy draws without the GIL, so counting and
-    matmuls of chunk i overlap the draws of chunk i + 1. Only the worker touches the generators,
-    in a fixed order, so the result stays deterministic.
-    """
-    if len(args) < 2:  # nothing to overlap: skip the thread
-        yield from map(fn, args)
-        return
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(fn, args[0])
-        for nxt in args[1:]:
-            done, pending = pending, pool.submit(fn, nxt)
-            yield done.result()
-        yield pending.result()
+    def _next_u32(self, count: int) -> np.ndarray:
+        """The stream's next `count` 32-bit values, in numpy's order."""
+        first = self.half
+        if first is not None:
+            self.half, count = None, count - 1
+        u = self.bits.random_raw((count + 1) // 2).view(np.uint32)  # low, high, low, ...
+        if count % 2:
+            self.half, u = u[-1], u[:-1]
+        return u if first is None else np.concatenate(([first], u)).astype(np.uint32)
 
 
 @functools.cache
@@ -158,64 +188,108 @@ def _blas_controller():
 def _single_blas_thread():
     """Keep BLAS on one thread while the engine runs (if threadpoolctl is installed).
 
-    The matmuls are small (one cache-sized block each); multi-threaded BLAS would spin up
-    threads for each and fight the drawing thread for the cores, which measured slower.
+    The matmuls are small (one cache-sized block each) and the engine already runs one group
+    per core; multi-threaded BLAS would spin up threads for each and fight for the cores.
     """
     ctl = _blas_controller()
     return ctl.limit(limits=1, user_api="blas") if ctl else contextlib.nullcontext()
 
 
-def _block_total(arms, rows, n_ex, edges, ex, sd, r0, r1, buf, fixed) -> np.ndarray:
-    """Bootstrap samples r0..r1 of one chunk: each seed's metric on its example draws
-    ([seeds, block]), then the signed, seed-weighted sum over the arms."""
-    if ex:
-        per_seed = sum((x @ _counts(e[r0:r1], n, buf).T) / n
-                       for e, x, n in zip(ex, rows, n_ex, strict=True))
-        per_seed /= len(rows)  # stratified: unweighted mean over benchmarks
-    else:
-        per_seed = np.broadcast_to(fixed, (len(fixed), r1 - r0))
-    total = np.zeros(r1 - r0)
-    for arm, idx, i, j in zip(arms, sd, edges[:-1], edges[1:], strict=True):
-        if idx is None:
-            total += arm.sign * per_seed[i:j].mean(axis=0)
+class _Block:
+    """One worker's scratch space for a block of m <= rows samples, reused across blocks."""
+
+    def __init__(self, rows: int, n_seeds: int, widest: int):
+        self.w = np.empty((rows, n_seeds))  # per sample: each seed's weight, signed
+        self.v = np.empty(rows * widest)  # per sample and example: the weighted seed sum
+        self.t = np.empty(rows * widest)  # the same, gathered at the drawn examples
+        self.idx = np.empty(rows * widest, dtype=np.int64)  # the drawn examples
+        self.ones = np.ones(widest)
+
+
+def _seed_weights(arms, seed_gens, edges, m: int, scratch: _Block) -> np.ndarray:
+    """[m, seeds of every arm]: sign * (times drawn) / n_seeds; sign / n_seeds when fixed."""
+    w = scratch.w[:m]
+    for arm, gen, i, j in zip(arms, seed_gens, edges[:-1], edges[1:], strict=True):
+        if gen is None:
+            w[:, i:j] = arm.sign / (j - i)
         else:
-            w = _counts(idx[r0:r1], j - i, buf)
-            total += arm.sign * np.einsum("bs,sb->b", w, per_seed[i:j]) / (j - i)
-    return total
+            idx = gen.draw(m, step=j - i)
+            w[:, i:j] = np.bincount(idx.ravel(), minlength=m * (j - i)).reshape(m, j - i)
+            w[:, i:j] *= arm.sign / (j - i)
+    return w
+
+
+def _example_sums(w, x, ex_gen, n: int, m: int, scratch: _Block, shared_row) -> np.ndarray:
+    """Per sample b: sum over its drawn examples e of sum_s w[b, s] * x[s, e].
+
+    That is w_b . (x @ counts_b): the count-matrix product, taken as a gather so that no
+    count matrix is built (a bincount and a cast per block, ~15% of the engine's time).
+    `shared_row` is w @ x when every sample weighs the seeds alike (seeds not resampled).
+    """
+    t = scratch.t[: m * n].reshape(m, n)
+    # mode="clip": the indices are in range by construction, and "raise" checks each one
+    # (1.7x slower measured).
+    if shared_row is not None:
+        np.take(shared_row, ex_gen.draw(m, out=scratch.idx), out=t, mode="clip")
+    else:
+        v = scratch.v[: m * n]
+        np.matmul(w, x, out=v.reshape(m, n))
+        np.take(v, ex_gen.draw(m, step=n, out=scratch.idx), out=t, mode="clip")
+    return t @ scratch.ones[:n]  # row sums; BLAS's dot beats sum(axis=1) ~1.7x
 
 
 def _engine(arms: list[_Arm], nboot: int, seed: int, resample: tuple[str, ...]) -> np.ndarray:
     """Bootstrap distribution of sum(arm.sign * metric(arm)), metric = seed-mean of means."""
     n_ex = [blk.shape[1] for blk in arms[0].blocks]
     edges = np.cumsum([0] + [arm.blocks[0].shape[0] for arm in arms])
-    # [seeds of every arm, examples] per benchmark: one matmul serves all arms. The product is
-    # taken as rows @ counts.T ([seeds, block]), which BLAS runs ~1.4x faster than counts @ rows.T.
-    rows = [np.ascontiguousarray(np.vstack(blks)) for blks in _by_benchmark(arms)]
+    # [seeds of every arm, examples] per benchmark: one matmul serves all arms (one arm: no copy)
+    rows = [np.ascontiguousarray(blks[0] if len(blks) == 1 else np.vstack(blks))
+            for blks in _by_benchmark(arms)]
     children = np.random.default_rng(seed).spawn(2 + len(rows))
-    seed_draw = ["seeds" in resample and arm.stream is not None for arm in arms]
-    by_examples = "examples" in resample
-    widest = max(n_ex + [len(a.blocks[0]) for a in arms])  # units of the largest draw
-    block, chunk = _rows(widest)
+    plan = _plan(nboot, _block_rows(max(n_ex + [int(edges[-1])])))
 
-    def draw(m: int) -> tuple[list, list]:  # every index draw of one chunk
-        ex = [_draw_blocked(children[2 + k], n, m, block) for k, n in enumerate(n_ex)
-              if by_examples]
-        sd = [_draw_blocked(children[a.stream], len(a.blocks[0]), m, block) if on else None
-              for a, on in zip(arms, seed_draw, strict=True)]
-        return ex, sd
+    def streams(u: int, n: int) -> list[_Indices]:
+        return [_Indices(gen, n) for gen in children[u].spawn(len(plan))]
 
-    sizes = [min(chunk, nboot - lo) for lo in range(0, nboot, chunk)]
-    fixed = sum(x.mean(axis=1) for x in rows)[:, None] / len(rows)  # examples not resampled
-    buf = np.empty(block * widest)  # one block's counts
+    seed_gens = [streams(a.stream, len(a.blocks[0]))
+                 if "seeds" in resample and a.stream is not None else None for a in arms]
+    ex_gens = ([streams(2 + k, n) for k, n in enumerate(n_ex)] if "examples" in resample
+               else None)
+    block = max(r1 - r0 for blocks in plan for r0, r1 in blocks)
+    scratch = _Block(1, int(edges[-1]), 1)  # only for the shared weights below
+    if all(g is None for g in seed_gens):  # every sample weighs the seeds alike
+        w0 = _seed_weights(arms, seed_gens, edges, 1, scratch)[0]
+        shared = [w0 @ x for x in rows]
+    else:
+        shared = [None] * len(rows)
+    fixed = sum(x.mean(axis=1) for x in rows) / len(rows)  # examples not resampled
     out = np.empty(nboot)
-    lo = 0
+    local = threading.local()
+
+    def run_group(g: int) -> None:
+        if not hasattr(local, "scratch"):
+            local.scratch = _Block(block, int(edges[-1]), max(n_ex))
+        sg = [None if gens is None else gens[g] for gens in seed_gens]
+        for r0, r1 in plan[g]:
+            m = r1 - r0
+            w = _seed_weights(arms, sg, edges, m, local.scratch)
+            if ex_gens is None:
+                out[r0:r1] = w @ fixed
+                continue
+            total = np.zeros(m)
+            for x, gens, n, row in zip(rows, ex_gens, n_ex, shared, strict=True):
+                total += _example_sums(w, x, gens[g], n, m, local.scratch, row) / n
+            out[r0:r1] = total / len(rows)  # stratified: unweighted mean over benchmarks
+
+    draws = nboot * (sum(n_ex) * (ex_gens is not None) + sum(
+        len(a.blocks[0]) for a, g in zip(arms, seed_gens, strict=True) if g is not None))
     with _single_blas_thread():
-        for m, (ex, sd) in zip(sizes, _prefetch(draw, sizes), strict=True):
-            for r0 in range(0, m, block):
-                r1 = min(m, r0 + block)
-                out[lo + r0 : lo + r1] = _block_total(arms, rows, n_ex, edges, ex, sd, r0, r1,
-                                                      buf, fixed)
-            lo += m
+        if draws < _THREAD_MIN_DRAWS or _THREADS == 1 or len(plan) == 1:
+            for g in range(len(plan)):
+                run_group(g)
+        else:
+            with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+                list(pool.map(run_group, range(len(plan))))  # list(): re-raise errors
     return out
 
 
