@@ -49,14 +49,16 @@ def floor(n_seeds: int, n_ex: int, nboot: int, seed: int, *, numpy: bool = True)
     plan = mb._plan(nboot, mb._block_rows(max(n_ex, n_seeds)))
     for seeds, examples, blocks in zip(children[0].spawn(len(plan)),
                                        children[2].spawn(len(plan)), plan, strict=True):
-        if not numpy:
+        rows = blocks[-1][1] - blocks[0][0]
+        if numpy:
+            seeds.integers(0, n_seeds, size=(rows, n_seeds))  # a group's seeds in one call
+        else:
             seeds, examples = mb._Indices(seeds, n_seeds), mb._Indices(examples, n_ex)
+            seeds.draw(rows)
         for r0, r1 in blocks:
             if numpy:
-                seeds.integers(0, n_seeds, size=(r1 - r0, n_seeds))
                 examples.integers(0, n_ex, size=(r1 - r0, n_ex))
             else:
-                seeds.draw(r1 - r0)
                 examples.draw(r1 - r0)
 
 

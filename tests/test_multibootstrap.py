@@ -193,7 +193,7 @@ def test_vectorized_draws_equal_numpy_integers(n):
 
 def test_draw_rows_offsets_and_fallback():
     ref = np.random.default_rng(3).integers(0, 6, size=(4, 6))
-    rows = mb._Indices(np.random.default_rng(3), 6).draw(4, step=10)
+    rows = mb._Indices(np.random.default_rng(3), 6).draw(4, np.arange(4)[:, None] * 10)
     np.testing.assert_array_equal(rows, ref + np.arange(4)[:, None] * 10)
     numpy_only = mb._Indices(np.random.default_rng(3), 6)
     numpy_only.vectorized = False  # as for n >= 2**31: numpy's own integers()

@@ -133,14 +133,14 @@ class _Indices:
         self.reject_below = np.uint32(2**32 % n) if self.vectorized else None
         self.half: np.uint32 | None = None
 
-    def draw(self, rows: int, step: int = 0, out: np.ndarray | None = None) -> np.ndarray:
-        """The next `rows` rows, int64 [rows, n], row r offset by r * step (a flat index into
-        a [rows, step] block), written into `out` when given."""
+    def draw(self, rows: int, offsets=None, out: np.ndarray | None = None) -> np.ndarray:
+        """The next `rows` rows, int64 [rows, n], plus `offsets` [rows, 1] when given (row r's
+        place in a flat block), written into `out` when given."""
         k = rows * self.n
         out = (np.empty(k, dtype=np.int64) if out is None else out[:k]).reshape(rows, self.n)
         self.fill(out.reshape(-1))
-        if step:
-            out += (np.arange(rows) * step)[:, None]
+        if offsets is not None:
+            out += offsets
         return out
 
     def fill(self, out: np.ndarray) -> None:
@@ -199,11 +199,16 @@ class _Block:
     """One worker's scratch space for a block of m <= rows samples, reused across blocks."""
 
     def __init__(self, rows: int, n_seeds: int, widest: int):
-        self.w = np.empty((rows, n_seeds))  # per sample: each seed's weight, signed
+        self.w = np.empty((max(rows, GROUP), n_seeds))  # per sample: each seed's weight, signed
         self.v = np.empty(rows * widest)  # per sample and example: the weighted seed sum
         self.t = np.empty(rows * widest)  # the same, gathered at the drawn examples
         self.idx = np.empty(rows * widest, dtype=np.int64)  # the drawn examples
         self.ones = np.ones(widest)
+        self.rows = np.arange(max(rows, GROUP))[:, None]
+
+    def offsets(self, m: int, n: int) -> np.ndarray:
+        """[m, 1]: where each of m rows of n starts in a flat [m, n] block."""
+        return self.rows[:m] * n
 
 
 def _seed_weights(arms, seed_gens, edges, m: int, scratch: _Block) -> np.ndarray:
@@ -213,7 +218,7 @@ def _seed_weights(arms, seed_gens, edges, m: int, scratch: _Block) -> np.ndarray
         if gen is None:
             w[:, i:j] = arm.sign / (j - i)
         else:
-            idx = gen.draw(m, step=j - i)
+            idx = gen.draw(m, scratch.offsets(m, j - i))
             w[:, i:j] = np.bincount(idx.ravel(), minlength=m * (j - i)).reshape(m, j - i)
             w[:, i:j] *= arm.sign / (j - i)
     return w
@@ -234,7 +239,8 @@ def _example_sums(w, x, ex_gen, n: int, m: int, scratch: _Block, shared_row) -> 
     else:
         v = scratch.v[: m * n]
         np.matmul(w, x, out=v.reshape(m, n))
-        np.take(v, ex_gen.draw(m, step=n, out=scratch.idx), out=t, mode="clip")
+        idx = ex_gen.draw(m, scratch.offsets(m, n), out=scratch.idx)
+        np.take(v, idx, out=t, mode="clip")
     return t @ scratch.ones[:n]  # row sums; BLAS's dot beats sum(axis=1) ~1.7x
 
 
@@ -269,16 +275,18 @@ def _engine(arms: list[_Arm], nboot: int, seed: int, resample: tuple[str, ...]) 
     def run_group(g: int) -> None:
         if not hasattr(local, "scratch"):
             local.scratch = _Block(block, int(edges[-1]), max(n_ex))
-        sg = [None if gens is None else gens[g] for gens in seed_gens]
+        g0, g1 = plan[g][0][0], plan[g][-1][1]
+        # The whole group's seed draws at once (the same rows: its streams just continue).
+        w_group = _seed_weights(arms, [None if gens is None else gens[g] for gens in seed_gens],
+                                edges, g1 - g0, local.scratch)
         for r0, r1 in plan[g]:
-            m = r1 - r0
-            w = _seed_weights(arms, sg, edges, m, local.scratch)
+            w = w_group[r0 - g0 : r1 - g0]
             if ex_gens is None:
                 out[r0:r1] = w @ fixed
                 continue
-            total = np.zeros(m)
+            total = 0.0
             for x, gens, n, row in zip(rows, ex_gens, n_ex, shared, strict=True):
-                total += _example_sums(w, x, gens[g], n, m, local.scratch, row) / n
+                total = total + _example_sums(w, x, gens[g], n, r1 - r0, local.scratch, row) / n
             out[r0:r1] = total / len(rows)  # stratified: unweighted mean over benchmarks
 
     draws = nboot * (sum(n_ex) * (ex_gens is not None) + sum(
