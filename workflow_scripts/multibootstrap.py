@@ -171,7 +171,7 @@ class _Indices:
         u = self.bits.random_raw((count + 1) // 2).view(np.uint32)  # low, high, low, ...
         if count % 2:
             self.half, u = u[-1], u[:-1]
-        return u if first is None else np.concatenate(([first], u)).astype(np.uint32)
+        return u if first is None else np.concatenate((np.array([first], np.uint32), u))
 
 
 @functools.cache
@@ -237,9 +237,9 @@ def _example_sums(w, x, ex_gen, n: int, m: int, scratch: _Block, shared_row) -> 
     if shared_row is not None:
         np.take(shared_row, ex_gen.draw(m, out=scratch.idx), out=t, mode="clip")
     else:
-        v = scratch.v[: m * n]
-        np.matmul(w, x, out=v.reshape(m, n))
         idx = ex_gen.draw(m, scratch.offsets(m, n), out=scratch.idx)
+        v = scratch.v[: m * n]
+        np.matmul(w, x, out=v.reshape(m, n))  # after the draw: v is fresh in cache for take
         np.take(v, idx, out=t, mode="clip")
     return t @ scratch.ones[:n]  # row sums; BLAS's dot beats sum(axis=1) ~1.7x
 
