@@ -43,23 +43,21 @@ def best_of(fns: dict, repeats: int) -> dict[str, tuple[float, float]]:
 
 def floor(n_seeds: int, n_ex: int, nboot: int, seed: int, *, numpy: bool = True) -> None:
     """The engine's draws alone, on one thread: same generators (one per group of samples, made
-    the same way), same rows in the same blocks. numpy=True: numpy's Generator.integers (the
+    the same way), same rows in the same calls. numpy=True: numpy's Generator.integers (the
     floor); False: the engine's own vectorized draw of the same indices."""
+    def drawer(gen: np.random.Generator, n: int):
+        if numpy:
+            return lambda rows: gen.integers(0, n, size=(rows, n))
+        return mb._Indices(gen, n).draw
+
     children = np.random.default_rng(seed).spawn(3)
     plan = mb._plan(nboot, mb._block_rows(max(n_ex, n_seeds)))
-    for seeds, examples, blocks in zip(children[0].spawn(len(plan)),
-                                       children[2].spawn(len(plan)), plan, strict=True):
-        rows = blocks[-1][1] - blocks[0][0]
-        if numpy:
-            seeds.integers(0, n_seeds, size=(rows, n_seeds))  # a group's seeds in one call
-        else:
-            seeds, examples = mb._Indices(seeds, n_seeds), mb._Indices(examples, n_ex)
-            seeds.draw(rows)
+    for s_gen, e_gen, blocks in zip(children[0].spawn(len(plan)),
+                                    children[2].spawn(len(plan)), plan, strict=True):
+        drawer(s_gen, n_seeds)(blocks[-1][1] - blocks[0][0])  # a group's seeds in one call
+        examples = drawer(e_gen, n_ex)
         for r0, r1 in blocks:
-            if numpy:
-                examples.integers(0, n_ex, size=(r1 - r0, n_ex))
-            else:
-                examples.draw(r1 - r0)
+            examples(r1 - r0)
 
 
 def loop(x: np.ndarray, nboot: int, seed: int) -> np.ndarray:
