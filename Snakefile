@@ -1,13 +1,13 @@
 # depthlab: depth-ablation studies of neural encoders, end to end.
-# See README.md (quick start, figures, cluster) and ../shared/DESIGN.md (blueprint).
+# README.md: quick start, figures, cluster; docs/architecture.md: the DAG, contracts, layout.
 import os
 import sys
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 sys.path.insert(0, workflow.basedir)
-from workflow_scripts.configcheck import check_config
+from workflow_scripts.core.configcheck import check_config
 
 # The embedded default, unless `--configfile` names the config(s) to run: those replace it
 # (Snakemake would otherwise merge mappings such as `recipes:` key by key into the default's).
@@ -17,27 +17,23 @@ if not workflow.overwrite_configfiles:
     configfile: os.path.join(workflow.basedir, "config/config.yaml")
 
 
-# Fail before any job with messages naming the key; then validate() fills in defaults.
+# One check, before any job: messages name the key; then the schemas' defaults are filled in.
 try:
-    check_config(config, os.path.join(workflow.basedir, "config/schema.yaml"))
-    if "ladder" in config:
-        check_config(
-            config["ladder"],
-            os.path.join(workflow.basedir, "config/ladder.schema.yaml"),
-            prefix="ladder",
-        )
+    check_config(config)
 except ValueError as e:
     raise WorkflowError(str(e)) from None
-validate(config, "config/schema.yaml")
 # A config holds one or both studies: the bi-encoder depth study (`recipes:` and its keys)
 # and the depth-utility ladder (`ladder:`).
 HAS_BIENCODER = "recipes" in config
 HAS_LADDER = "ladder" in config
-if HAS_LADDER:
-    validate(config["ladder"], "config/ladder.schema.yaml")
 
 
 include: "rules/common.smk"
+
+
+if HAS_LADDER:
+
+    include: "rules/ladder.smk"
 
 
 if HAS_BIENCODER:
@@ -61,12 +57,8 @@ if HAS_BIENCODER:
         figure_per_benchmark_degradation,
         figure_seed_variance,
         figure_pareto,
+        usage,
         report,
-
-
-if HAS_LADDER:
-
-    include: "rules/ladder.smk"
 
 
 localrules:

@@ -1,4 +1,4 @@
-"""Benchmark: the workflow's evaluation (workflow_scripts/evaluate.py) against BEIR's
+"""Benchmark: the workflow's evaluation (workflow_scripts/biencoder/evaluate.py) against BEIR's
 pipeline (beir 2.2.0: GenericDataLoader, EvaluateRetrieval + DenseRetrievalExactSearch,
 cos_sim, plus its MRR), side by side in one run, on the same model and data.
 
@@ -180,8 +180,8 @@ def main(argv=None) -> None:
     ap.add_argument("--data", default=str(ROOT / "data" / "bench" / "docstrings-8lib"))
     a = ap.parse_args(argv)
 
-    from workflow_scripts.encoder import load_encoder
-    from workflow_scripts.models import set_threads
+    from workflow_scripts.biencoder.encoder import load_encoder
+    from workflow_scripts.biencoder.models import set_threads
 
     set_threads(a.threads)
     folder = Path(a.data)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
+
+# The tiny random-init models are test scaffolding: they live under tests/.
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests")]
 
 
 def main() -> None:
@@ -23,8 +28,7 @@ def main() -> None:
     print(f"torch {torch.__version__}, device {torch.cuda.get_device_name() if cuda else 'cpu'}")
 
     from sentence_transformers import SentenceTransformer
-
-    from workflow_scripts.models import make_tiny_model
+    from tiny_models import make_tiny_model
 
     shape = (dict(layers=4, hidden=128, heads=2, intermediate=512) if a.small
              else dict(layers=12, hidden=768, heads=12, intermediate=3072))
@@ -43,7 +47,7 @@ def main() -> None:
         loss_fn = MultipleNegativesRankingLoss(model)
         opt = torch.optim.AdamW(model.parameters(), lr=2e-5)
         feats = [model.tokenize(texts[i * a.batch_size:(i + 1) * a.batch_size]) for i in range(3)]
-        feats = [{k: v.to(device) for k, v in f.items()} for f in feats]
+        feats = [{k: v.to(device) for k, v in f.items() if hasattr(v, "to")} for f in feats]
         for _ in range(4):  # the first steps warm up kernels
             if cuda:
                 torch.cuda.synchronize()
@@ -73,17 +77,23 @@ def main() -> None:
         print(f"fp32 encode: {len(emb) / dt:.1f} texts/s (dtype {emb.dtype})")
 
         # 3. The latency ladder through the workflow's own protocol.
-        from workflow_scripts import latency
-        from workflow_scripts.models import load_truncated
+        import dataclasses
+
+        from workflow_scripts.biencoder import latency_protocol, latency_summary
+        from workflow_scripts.biencoder.models import load_truncated
+        from workflow_scripts.core.settings import LatencyProfile, LatencySummary
 
         depths = [3, 6, 9, 12] if not a.small else [1, 2, 3, 4]
         models = {n: load_truncated(str(path), "top", n, device=device).eval() for n in depths}
-        batch = {k: v.to(device) for k, v in latency.fixed_batch(
+        batch = {k: v.to(device) for k, v in latency_protocol.fixed_batch(
             models[depths[0]].tokenizer, a.batch_size, a.seq_len).items()}
         calls = {n: (lambda b, m=m: m(dict(b))) for n, m in models.items()}
-        df = latency.profile(calls, batch, run=0, warmup_calls=20, rounds=5, calls_per_round=10,
-                             device=device, seed=0)
-        print(latency.summarize(df).to_string(index=False))
+        protocol = dataclasses.replace(
+            LatencyProfile.from_json("{}"), warmup_calls=20, warmup_window=0, rounds=5,
+            calls_per_round=10, discard_calls=1, encode_calls=0)
+        df = latency_protocol.profile(calls, batch, protocol, run=0, device=device)
+        print(latency_summary.summarize(df, LatencySummary.from_json("{}"))
+              .to_string(index=False))
 
 
 if __name__ == "__main__":

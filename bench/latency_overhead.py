@@ -1,10 +1,10 @@
-"""Benchmark: what the latency harness (workflow_scripts/latency.py) adds over a bare loop.
+"""Benchmark: what the latency harness (biencoder/latency_protocol.py) adds over a bare loop.
 
 Side by side in one process, in alternating blocks (so that a change in the machine's load
 hits both alike), the same model calls on the same pre-tokenized batch:
 
   bare     for _ in range(n): call(batch)                 (inference mode, one timer)
-  harness  latency.profile_protocol(...) with n timed calls (per-call wall + CPU timers,
+  harness  latency_protocol.profile_protocol(...) with n timed calls (per-call wall + CPU timers,
            seeded round order, rows collected into a DataFrame)
 
 and prints, per depth, the median over block pairs of
@@ -43,13 +43,17 @@ def bare(call, batch, n: int) -> float:
 
 
 def harness(call, batch, n: int, seed: int):
-    from workflow_scripts import latency
+    import dataclasses
+
+    from workflow_scripts.biencoder import latency_protocol
+    from workflow_scripts.core.settings import LatencyProfile
 
     rounds = max(2, n // 5)
+    settings = dataclasses.replace(
+        LatencyProfile.from_json("{}"), rounds=rounds, calls_per_round=n // rounds, seed=seed,
+        warmup_calls=0, warmup_window=0, discard_calls=0, encode_calls=0)
     t0 = time.perf_counter()
-    df, _ = latency.profile_protocol({1: call}, batch, run=0, rounds=rounds,
-                                     calls_per_round=n // rounds, device="cpu", seed=seed,
-                                     warmup_calls=0, discard_calls=0)
+    df, _ = latency_protocol.profile_protocol({1: call}, batch, settings, run=0, device="cpu")
     return time.perf_counter() - t0, df["seconds"].to_numpy()
 
 
@@ -83,10 +87,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
 
-    from workflow_scripts.models import load_truncated, set_threads
+    from workflow_scripts.core.runtime import set_threads
 
     set_threads(a.threads)
-    from workflow_scripts import latency
+    from workflow_scripts.biencoder import latency_protocol
+    from workflow_scripts.biencoder.models import load_truncated
 
     load0 = os.getloadavg()[0]
     print(f"threads {a.threads}, batch {a.batch_size} x {a.seq_len} tokens, {a.calls} calls "
@@ -104,7 +109,7 @@ def main() -> None:
           f"{'recorded p50 vs bare':>21} {'no-op bound':>12}")
     for depth in a.depths:
         model = load_truncated(a.base, "top", depth).eval()
-        batch = latency.fixed_batch(model.tokenizer, a.batch_size, a.seq_len)
+        batch = latency_protocol.fixed_batch(model.tokenizer, a.batch_size, a.seq_len)
 
         def call(b, m=model):
             return m(dict(b))

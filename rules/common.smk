@@ -1,10 +1,14 @@
-# Shared names: interpreter, code paths, config views, target lists, path helpers.
+# Shared names: interpreter, code inputs, settings, target lists, path helpers.
 # Parsed on every snakemake call: imports here stay light (no torch, no transformers).
-import json
+import os
 import re
 import shlex
 import sys
 from pathlib import Path
+
+from workflow_scripts.core import settings as stage_settings
+from workflow_scripts.core.codedeps import code_files
+from workflow_scripts.core.contracts import STATS_TABLES
 
 ROOT = Path(workflow.basedir)
 CONDA_ENV = "../envs/depthlab.yaml"
@@ -18,9 +22,23 @@ shell.prefix(
 )
 
 
-def CODE(*paths):
-    """Absolute paths of source files, listed as inputs so that code changes rerun a stage."""
-    return [str(ROOT / p) for p in paths]
+def code(*modules):
+    """Source files of the stage modules' import closure (e.g. code("biencoder.train")),
+    relative to the working directory: listed as inputs, a change to any module a stage
+    imports reruns it, and a moved clone reruns nothing."""
+    return [os.path.relpath(p) for p in code_files(*modules)]
+
+
+def bench(output):
+    """Where Snakemake's measurement (wall time, peak memory, I/O) of the job writing
+    `output` goes; the usage rule gathers them into results/usage.parquet."""
+    return f"results/benchmarks/{output.removeprefix('results/')}.tsv"
+
+
+def settings_json(stage, **names):
+    """A stage's settings (workflow_scripts/core/settings.py) as one JSON argument: the
+    keys it reads and nothing else, so a job reruns exactly when one of them changes."""
+    return getattr(stage_settings, stage).from_config(config, **names).to_json()
 
 
 def all_cores():
@@ -32,48 +50,15 @@ def all_cores():
         return 1
 
 
-def config_error(key, message):
-    raise WorkflowError(f"config key {key}: {message}")
-
-
 BIENCODER_OUTPUTS = []
 if HAS_BIENCODER:
-    # ---- cross-key checks that a JSON schema cannot express -------------------------------
-    DATASETS = config["datasets"]
-    for _key, _name in [("train_data", config["train_data"])] + [
-        (f"benchmarks[{i}]", b) for i, b in enumerate(config["benchmarks"])
-    ]:
-        if _name not in DATASETS:
-            config_error(_key, f"{_name!r} is not in the datasets registry (datasets:)")
-    # Keys each source needs, for a training set and for a benchmark.
-    _NEEDS = {
-        ("docstrings", "train"): ["packages", "max_triples"],
-        ("docstrings", "benchmark"): ["packages", "max_queries", "max_docs"],
-        ("triples-jsonl-gz", "train"): ["url"],
-        ("beir", "benchmark"): ["url", "md5"],
-    }
-    for _name, _role in [(config["train_data"], "train")] + [
-        (b, "benchmark") for b in config["benchmarks"]
-    ]:
-        _src = DATASETS[_name]["source"]
-        if (_src, _role) not in _NEEDS:
-            config_error(
-                f"datasets.{_name}.source", f"{_src!r} cannot serve as a {_role}"
-            )
-        for _k in _NEEDS[(_src, _role)]:
-            if _k not in DATASETS[_name]:
-                config_error(f"datasets.{_name}", f"a {_src} {_role} needs {_k}")
-    for _i, _r in enumerate(config["figures"].get("budget_pair", [])):
-        if _r not in config["recipes"]:
-            config_error(f"figures.budget_pair[{_i}]", f"{_r!r} is not a recipe")
-
     # ---- the grid -------------------------------------------------------------------------
+    DATASETS = config["datasets"]
     DEPTHS = sorted(config["depths"])
     STRATEGIES = config["strategies"]
     RECIPES = config["recipes"]
     BENCHMARKS = config["benchmarks"]
     TRAIN_DATA = config["train_data"]
-    MAX_SEQ = config["max_seq_length"]
     FIGURE_FORMATS = config["figures"]["formats"]
     # Recipes ordered by training budget (examples seen), smallest first.
     BUDGET_ORDER = sorted(
@@ -109,14 +94,20 @@ def benchmark_files(benchmark):
     return [f"{d}/corpus.jsonl", f"{d}/queries.jsonl", f"{d}/qrels/test.tsv"]
 
 
-def trained_eval_files():
+def trained_models():
+    """recipe/strategy+depth/seed of every model to train."""
     return [
-        f"results/eval/{r}/{s}{d}/seed{seed}/{b}.parquet"
+        f"{r}/{s}{d}/seed{seed}"
         for r, spec in RECIPES.items()
         for s in STRATEGIES
         for d in DEPTHS
         for seed in spec["seeds"]
-        for b in BENCHMARKS
+    ]
+
+
+def trained_eval_files():
+    return [
+        f"results/eval/{m}/{b}.parquet" for m in trained_models() for b in BENCHMARKS
     ]
 
 
@@ -149,10 +140,39 @@ def figure_outputs(name, category="Bi-encoder depth study"):
     return [report(p, caption=caption, category=category) for p in figure_files(name)]
 
 
-def eval_args(benchmark):
-    """Evaluation options of one benchmark (identical-id dropping is per dataset)."""
-    ev = config["eval"]
-    args = f"--top-k {ev['top_k']} --batch-size {ev['batch_size']} --max-seq-length {MAX_SEQ}"
-    if DATASETS[benchmark].get("ignore_identical_ids"):
-        args += " --ignore-identical-ids"
-    return args
+def biencoder_benchmarks():
+    """rule -> the benchmark files (bench() of the output) of each of its jobs."""
+    return {
+        DATA_RULE[DATASETS[TRAIN_DATA]["source"]]: [
+            bench(f"data/train/{TRAIN_DATA}.parquet")
+        ],
+        **{
+            name: [bench(f"data/beir/{b}/corpus.jsonl") for b in benchmarks]
+            for name, benchmarks in benchmarks_by_rule().items()
+        },
+        "train": [
+            bench(f"checkpoints/{m}/model.safetensors") for m in trained_models()
+        ],
+        "evaluate_trained": [bench(f) for f in trained_eval_files()],
+        "evaluate_base": [bench(f) for f in base_eval_files()],
+        "latency_run": [bench(f) for f in latency_runs()],
+        "latency_summary": [bench("results/latency/summary.parquet")],
+        "stats": [bench("results/stats/ci.parquet")],
+        **{f"figure_{name}": [bench(f"results/figures/{name}")] for name in FIGURES},
+    }
+
+
+# The rule that makes a dataset of each source.
+DATA_RULE = {
+    "docstrings": "docstring_triples",
+    "triples-jsonl-gz": "triples_download",
+}
+BENCHMARK_RULE = {"docstrings": "docstring_benchmark", "beir": "beir_download"}
+
+
+def benchmarks_by_rule():
+    """The benchmarks each data rule makes."""
+    out = {}
+    for b in BENCHMARKS:
+        out.setdefault(BENCHMARK_RULE[DATASETS[b]["source"]], []).append(b)
+    return out

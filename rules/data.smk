@@ -1,10 +1,11 @@
 # Data: the embedded default generates its benchmarks and triples from docstrings of
-# installed libraries (workflow_scripts/docstrings.py); nothing is downloaded.
+# installed libraries (workflow_scripts/biencoder/docstrings.py); nothing is downloaded.
+# The paper configs download the real datasets (biencoder/prepare_data.py).
 
 
 rule docstring_benchmark:
     input:
-        CODE("workflow_scripts/docstrings.py", "workflow_scripts/contracts.py"),
+        code("biencoder.docstrings"),
     output:
         corpus="data/beir/{benchmark}/corpus.jsonl",
         queries="data/beir/{benchmark}/queries.jsonl",
@@ -12,6 +13,8 @@ rule docstring_benchmark:
         card="data/beir/{benchmark}/DATACARD.md",
     log:
         "logs/data/{benchmark}.log",
+    benchmark:
+        bench("data/beir/{benchmark}/corpus.jsonl")
     wildcard_constraints:
         benchmark=dataset_names("docstrings"),
     conda:
@@ -20,28 +23,25 @@ rule docstring_benchmark:
     resources:
         mem_mb=2000,
     params:
-        packages=lambda wc: " ".join(DATASETS[wc.benchmark]["packages"]),
-        max_queries=lambda wc: DATASETS[wc.benchmark]["max_queries"],
-        max_docs=lambda wc: DATASETS[wc.benchmark]["max_docs"],
-        seed=lambda wc: DATASETS[wc.benchmark]["seed"],
-        min_queries=config["eval"]["min_queries"],
+        settings=lambda wc: settings_json("DocstringBenchmark", benchmark=wc.benchmark),
+        # Texts of the training packages are kept out of every benchmark.
         exclude=" ".join(DATASETS[TRAIN_DATA].get("packages", [])),
     shell:
-        "python -m workflow_scripts.docstrings beir --packages {params.packages}"
-        " --max-queries {params.max_queries} --max-docs {params.max_docs}"
-        " --min-queries {params.min_queries} --seed {params.seed}"
-        " --exclude-packages {params.exclude}"
-        " --out data/beir/{wildcards.benchmark} > {log} 2>&1"
+        "python -m workflow_scripts.biencoder.docstrings beir --settings-json {params.settings:q}"
+        " --exclude-packages {params.exclude} --out data/beir/{wildcards.benchmark}"
+        " > {log} 2>&1"
 
 
 rule docstring_triples:
     input:
-        CODE("workflow_scripts/docstrings.py", "workflow_scripts/contracts.py"),
+        code("biencoder.docstrings"),
     output:
         triples="data/train/{train_data}.parquet",
         card="data/train/{train_data}.DATACARD.md",
     log:
         "logs/data/{train_data}.log",
+    benchmark:
+        bench("data/train/{train_data}.parquet")
     wildcard_constraints:
         train_data=dataset_names("docstrings"),
     conda:
@@ -50,19 +50,16 @@ rule docstring_triples:
     resources:
         mem_mb=2000,
     params:
-        packages=lambda wc: " ".join(DATASETS[wc.train_data]["packages"]),
-        max_triples=lambda wc: DATASETS[wc.train_data]["max_triples"],
-        seed=lambda wc: DATASETS[wc.train_data]["seed"],
+        settings=lambda wc: settings_json("DocstringTriples", train_data=wc.train_data),
     shell:
-        "python -m workflow_scripts.docstrings train --packages {params.packages}"
-        " --max-triples {params.max_triples} --seed {params.seed}"
+        "python -m workflow_scripts.biencoder.docstrings train --settings-json {params.settings:q}"
         " --out {output.triples} > {log} 2>&1"
 
 
 # Real data (paper configs): local rules, since compute nodes may have no internet.
 rule beir_download:
     input:
-        CODE("workflow_scripts/prepare_data.py", "workflow_scripts/download.py"),
+        code("biencoder.prepare_data"),
     output:
         corpus="data/beir/{benchmark}/corpus.jsonl",
         queries="data/beir/{benchmark}/queries.jsonl",
@@ -70,6 +67,8 @@ rule beir_download:
         card="data/beir/{benchmark}/DATACARD.md",
     log:
         "logs/data/{benchmark}.log",
+    benchmark:
+        bench("data/beir/{benchmark}/corpus.jsonl")
     wildcard_constraints:
         benchmark=dataset_names("beir"),
     conda:
@@ -78,19 +77,21 @@ rule beir_download:
         url=lambda wc: DATASETS[wc.benchmark]["url"],
         md5=lambda wc: DATASETS[wc.benchmark]["md5"],
     shell:
-        "python -m workflow_scripts.prepare_data beir --name {wildcards.benchmark}"
+        "python -m workflow_scripts.biencoder.prepare_data beir --name {wildcards.benchmark}"
         " --url {params.url:q} --md5 {params.md5} --download-dir data/downloads"
         " --out data/beir/{wildcards.benchmark} > {log} 2>&1"
 
 
 rule triples_download:
     input:
-        CODE("workflow_scripts/prepare_data.py", "workflow_scripts/download.py"),
+        code("biencoder.prepare_data"),
     output:
         triples="data/train/{train_data}.parquet",
         card="data/train/{train_data}.DATACARD.md",
     log:
         "logs/data/{train_data}.log",
+    benchmark:
+        bench("data/train/{train_data}.parquet")
     wildcard_constraints:
         train_data=dataset_names("triples-jsonl-gz"),
     conda:
@@ -103,6 +104,6 @@ rule triples_download:
             else ""
         ),
     shell:
-        "python -m workflow_scripts.prepare_data triples --name {wildcards.train_data}"
+        "python -m workflow_scripts.biencoder.prepare_data triples --name {wildcards.train_data}"
         " --url {params.url:q} --download-dir data/downloads"
         " {params.lines} --out {output.triples} > {log} 2>&1"

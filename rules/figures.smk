@@ -4,7 +4,7 @@ FIG_INPUTS = {
     "stats": expand(
         "results/stats/{table}.parquet", table=["ci", "seeds", "comparisons"]
     ),
-    "code": CODE("workflow_scripts/figures.py"),
+    "code": code("biencoder.figures"),
 }
 FIG_ARGS = f"--stats-dir results/stats --budget-order {' '.join(BUDGET_ORDER)}"
 
@@ -16,12 +16,14 @@ rule figure_depth_vs_budget:
         figure_outputs("depth_vs_budget"),
     log:
         "logs/figures/depth_vs_budget.log",
+    benchmark:
+        bench("results/figures/depth_vs_budget")
     conda:
         CONDA_ENV
     params:
         args=FIG_ARGS,
     shell:
-        "python -m workflow_scripts.figures depth_vs_budget {params.args} --out {output}"
+        "python -m workflow_scripts.biencoder.figures depth_vs_budget {params.args} --out {output}"
         " > {log} 2>&1"
 
 
@@ -32,13 +34,15 @@ rule figure_per_benchmark_degradation:
         figure_outputs("per_benchmark_degradation"),
     log:
         "logs/figures/per_benchmark_degradation.log",
+    benchmark:
+        bench("results/figures/per_benchmark_degradation")
     conda:
         CONDA_ENV
     params:
         args=FIG_ARGS,
         pair=" ".join(BUDGET_PAIR),
     shell:
-        "python -m workflow_scripts.figures per_benchmark_degradation {params.args}"
+        "python -m workflow_scripts.biencoder.figures per_benchmark_degradation {params.args}"
         " --pair {params.pair} --out {output} > {log} 2>&1"
 
 
@@ -49,12 +53,14 @@ rule figure_seed_variance:
         figure_outputs("seed_variance"),
     log:
         "logs/figures/seed_variance.log",
+    benchmark:
+        bench("results/figures/seed_variance")
     conda:
         CONDA_ENV
     params:
         args=FIG_ARGS,
     shell:
-        "python -m workflow_scripts.figures seed_variance {params.args} --out {output}"
+        "python -m workflow_scripts.biencoder.figures seed_variance {params.args} --out {output}"
         " > {log} 2>&1"
 
 
@@ -66,10 +72,12 @@ rule figure_pareto:
         figure_outputs("pareto"),
     log:
         "logs/figures/pareto.log",
+    benchmark:
+        bench("results/figures/pareto")
     conda:
         CONDA_ENV
     params:
         args=FIG_ARGS,
     shell:
-        "python -m workflow_scripts.figures pareto {params.args} --latency {input.latency}"
+        "python -m workflow_scripts.biencoder.figures pareto {params.args} --latency {input.latency}"
         " --out {output} > {log} 2>&1"

@@ -1,77 +1,58 @@
 # The depth ladder (docs/ladder.md): train the last k of L residual blocks of a ResMLP with
 # BP, FA or DFA; one job per (config, method, k, seed), each writing one parquet atomically,
 # so an interrupted ladder resumes where it stopped (batch_seeds: one job per (config,
-# method, k) for all seeds). Then stats, identity check, figure and
-# the markdown summary that the report rule pastes into results/RESULTS.md.
+# method, k) for all seeds). Then stats, identity check, figure and the markdown summary
+# that the report rule pastes into results/RESULTS.md.
+from workflow_scripts.ladder import CIFAR_DIR, CIFAR_TEST, CIFAR_TRAIN, KINDS
 
 LADDER = config["ladder"]
+LADDER_SEEDS = LADDER["seeds"]
 LADDER_DATASET = LADDER["dataset"]["name"]
 LADDER_DATA = f"data/ladder/{LADDER_DATASET}.npz"
-LADDER_ARCHS = {c["name"]: c for c in LADDER["configs"]}
-if len(LADDER_ARCHS) != len(LADDER["configs"]):
-    config_error("ladder.configs", "config names must be unique")
-LADDER_CIFAR_BINS = [
-    f"data/ladder/cifar10/cifar-10-batches-bin/{b}.bin"
-    for b in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
-]
-LADDER_BIG = LADDER_DATASET == "cifar10"
-LADDER_CODE = CODE(
-    "workflow_scripts/contracts.py",
-    "workflow_scripts/ladder/__init__.py",
-    "workflow_scripts/ladder/data.py",
-    "workflow_scripts/ladder/model.py",
-    "workflow_scripts/ladder/methods.py",
-    "workflow_scripts/ladder/runs.py",
-    "workflow_scripts/ladder/train.py",
-)
-LADDER_STATS_CODE = CODE(
-    "workflow_scripts/contracts.py",
-    "workflow_scripts/multibootstrap.py",
-    "workflow_scripts/ladder/runs.py",
-    "workflow_scripts/ladder/stats.py",
-)
-LADDER_REPORT_CODE = CODE(
-    "workflow_scripts/contracts.py", "workflow_scripts/ladder/report.py"
-)
-_T = LADDER["train"]
-LADDER_TRAIN_ARGS = (
-    f"--epochs {_T['epochs']} --batch-size {_T['batch_size']} --lr {_T['lr']}"
-    f" --weight-decay {_T['weight_decay']} --device {_T['device']}"
-)
+LADDER_ARCHS = {c["name"]: c for c in LADDER["configs"]}  # names: unique (configcheck)
+# Resources by dataset: memory of the jobs that hold the data and of training, and the
+# minutes of one training run (a job's runtime is that times its seeds).
+LADDER_RES = {
+    "digits": {"data_mb": 1000, "train_mb": 1000, "run_min": 10},
+    "cifar10": {"data_mb": 4000, "train_mb": 6000, "run_min": 360},
+}[LADDER_DATASET]
+LADDER_CIFAR = LADDER_DATASET == "cifar10"
+LADDER_TARBALL = f"data/ladder/{os.path.basename(LADDER['dataset']['url'])}"
+LADDER_BIN_DIR = f"data/ladder/cifar10/{CIFAR_DIR}"
+LADDER_BINS = [f"{LADDER_BIN_DIR}/{name}" for name in [*CIFAR_TRAIN, CIFAR_TEST]]
 
-
-# One job per run, or with batch_seeds one job per (config, method, k) writing every seed's
-# file: a digits run is shorter than importing torch.
-if LADDER["batch_seeds"]:
-    LADDER_TRAIN_OUT = expand(
-        "results/ladder/runs/{{arch}}/{{method}}/k{{k}}/seed{seed}.parquet",
-        seed=LADDER["seeds"],
-    )
+LADDER_RUN = "results/ladder/runs/{arch}/{method}/k{k}/seed{seed}.parquet"
+LADDER_STANDALONE_RUN = "results/ladder/standalone/{arch}/{kind}/seed{seed}.parquet"
+if LADDER["batch_seeds"]:  # a digits run is shorter than importing torch
+    LADDER_TRAIN_OUT = expand(LADDER_RUN, seed=LADDER_SEEDS, allow_missing=True)
     LADDER_TRAIN_LOG = "logs/ladder/train/{arch}/{method}/k{k}.log"
-    LADDER_SEEDS_PER_JOB = len(LADDER["seeds"])
 else:
-    LADDER_TRAIN_OUT = "results/ladder/runs/{arch}/{method}/k{k}/seed{seed}.parquet"
+    LADDER_TRAIN_OUT = [LADDER_RUN]
     LADDER_TRAIN_LOG = "logs/ladder/train/{arch}/{method}/k{k}/seed{seed}.log"
-    LADDER_SEEDS_PER_JOB = 1
+LADDER_STANDALONE_OUT = expand(
+    LADDER_STANDALONE_RUN, seed=LADDER_SEEDS, allow_missing=True
+)
+# Wildcard values: only configured names match, so params never see an unknown config.
+LADDER_ARCH_RE = "|".join(map(re.escape, LADDER_ARCHS))
+LADDER_METHOD_RE = "|".join(map(re.escape, LADDER["methods"]))
+LADDER_KIND_RE = "|".join(KINDS)
 
 # Target lists (no functions here: `snakemake --lint` flags functions next to rules).
 LADDER_RUNS = [
-    f"results/ladder/runs/{a}/{m}/k{k}/seed{s}.parquet"
+    LADDER_RUN.format(arch=a, method=m, k=k, seed=s)
     for a, c in LADDER_ARCHS.items()
     for m in LADDER["methods"]
     for k in range(c["L"] + 1)
-    for s in LADDER["seeds"]
+    for s in LADDER_SEEDS
 ]
 LADDER_K0_RUNS = [r for r in LADDER_RUNS if "/k0/" in r]
-LADDER_STANDALONE = [
-    f"results/ladder/standalone/{a}/{kind}/seed{s}.parquet"
-    for a in LADDER_ARCHS
-    for kind in ["frozen", "full"]
-    for s in LADDER["seeds"]
+LADDER_STANDALONE = (
+    expand(
+        LADDER_STANDALONE_RUN, arch=list(LADDER_ARCHS), kind=KINDS, seed=LADDER_SEEDS
+    )
     if LADDER["crosscheck"]
-]
-# Only configured names match, so the params lambdas below never see an unknown config.
-LADDER_ARCH_RE = "|".join(map(re.escape, LADDER_ARCHS))
+    else []
+)
 LADDER_OUTPUTS = [
     "results/ladder/table.parquet",
     "results/ladder/comparisons.parquet",
@@ -80,6 +61,26 @@ LADDER_OUTPUTS = [
     "results/figures/depth_ladder.png",
     "results/ladder/summary.md",
 ]
+# Rule -> its jobs' benchmarks, one per job, each named after the job's first output (for a
+# job that runs several seeds, the first seed's file); the report's usage rule reads them.
+_FIRST_SEED = f"seed{LADDER_SEEDS[0]}.parquet"
+_BATCHED = LADDER["batch_seeds"]
+LADDER_BENCHMARKS = {
+    "ladder_download_cifar10": [bench(LADDER_TARBALL)] if LADDER_CIFAR else [],
+    "ladder_prepare": [bench(LADDER_DATA)],
+    "ladder_train": [
+        bench(r)
+        for r in LADDER_RUNS
+        if os.path.basename(r) == _FIRST_SEED or not _BATCHED
+    ],
+    "ladder_standalone": [
+        bench(s) for s in LADDER_STANDALONE if os.path.basename(s) == _FIRST_SEED
+    ],
+    "ladder_identity": [bench("results/ladder/identity.json")],
+    "ladder_stats": [bench("results/ladder/table.parquet")],
+    "ladder_figure": [bench("results/figures/depth_ladder.png")],
+    "ladder_summary": [bench("results/ladder/summary.md")],
+}
 
 
 localrules:
@@ -97,12 +98,14 @@ rule ladder:
 
 rule ladder_download_cifar10:
     input:
-        CODE("workflow_scripts/download.py", "workflow_scripts/ladder/data.py"),
+        code("ladder.data"),
     output:
-        tarball="data/ladder/cifar-10-binary.tar.gz",
-        bins=LADDER_CIFAR_BINS,
+        tarball=LADDER_TARBALL,
+        bins=LADDER_BINS,
     log:
         "logs/ladder/download_cifar10.log",
+    benchmark:
+        bench(LADDER_TARBALL)
     conda:
         CONDA_ENV
     threads: 1
@@ -113,123 +116,109 @@ rule ladder_download_cifar10:
         md5=LADDER["dataset"]["md5"],
     shell:
         "python -m workflow_scripts.ladder.data download --out-dir data/ladder/cifar10"
-        " --url {params.url} --md5 {params.md5} > {log} 2>&1"
+        " --url {params.url:q} --md5 {params.md5} > {log} 2>&1"
 
 
 rule ladder_prepare:
     input:
-        code=LADDER_CODE,
-        bins=lambda wc: LADDER_CIFAR_BINS if wc.dataset == "cifar10" else [],
+        code=code("ladder.data"),
+        bins=LADDER_BINS if LADDER_CIFAR else [],
     output:
-        "data/ladder/{dataset}.npz",
+        LADDER_DATA,
     log:
-        "logs/ladder/prepare_{dataset}.log",
-    wildcard_constraints:
-        dataset="digits|cifar10",
+        f"logs/ladder/prepare_{LADDER_DATASET}.log",
+    benchmark:
+        bench(LADDER_DATA)
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=4000 if LADDER_BIG else 1000,
+        mem_mb=LADDER_RES["data_mb"],
     params:
-        bin_dir=lambda wc: (
-            "--bin-dir data/ladder/cifar10/cifar-10-batches-bin"
-            if wc.dataset == "cifar10"
-            else ""
-        ),
-        sizes=" ".join(
-            f"--{k.replace('_', '-')} {LADDER['dataset'][k]}"
-            for k in ("n_train", "n_test", "split_seed")
-            if LADDER["dataset"][k] is not None
-        ),
+        name=LADDER_DATASET,
+        bin_dir=f"--bin-dir {LADDER_BIN_DIR}" if LADDER_CIFAR else "",
+        settings=settings_json("LadderData"),
     shell:
-        "python -m workflow_scripts.ladder.data prepare --name {wildcards.dataset} {params.bin_dir}"
-        " {params.sizes} --out {output} > {log} 2>&1"
+        "python -m workflow_scripts.ladder.data prepare --name {params.name} {params.bin_dir}"
+        " --settings-json {params.settings:q} --out {output} > {log} 2>&1"
 
 
+# Ladder runs; ladder_standalone below reuses this rule for the cross-check's runs.
 rule ladder_train:
     input:
         data=LADDER_DATA,
-        code=LADDER_CODE,
+        code=code("ladder.train"),
     output:
         LADDER_TRAIN_OUT,
     log:
         LADDER_TRAIN_LOG,
+    benchmark:
+        bench(LADDER_TRAIN_OUT[0])
     wildcard_constraints:
         arch=LADDER_ARCH_RE,
-        method="bp|fa|dfa",
+        method=LADDER_METHOD_RE,
         k="[0-9]+",
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=6000 if LADDER_BIG else 1000,
-        runtime=(360 if LADDER_BIG else 10) * LADDER_SEEDS_PER_JOB,
+        mem_mb=LADDER_RES["train_mb"],
+        runtime=LADDER_RES["run_min"] * len(LADDER_TRAIN_OUT),
         gpu=0,
     params:
+        run=lambda wc: f"ladder --method {wc.method} --k {wc.k}",
         d=lambda wc: LADDER_ARCHS[wc.arch]["d"],
         L=lambda wc: LADDER_ARCHS[wc.arch]["L"],
-        seeds=lambda wc: wc.get("seed") or " ".join(map(str, LADDER["seeds"])),
-        train=LADDER_TRAIN_ARGS,
+        seeds=lambda wc: wc.get("seed") or " ".join(map(str, LADDER_SEEDS)),
+        settings=settings_json("LadderTrain"),
     shell:
-        "python -m workflow_scripts.ladder.train ladder --data {input.data}"
-        " --config {wildcards.arch} --d {params.d} --blocks {params.L}"
-        " --method {wildcards.method} --k {wildcards.k} --seeds {params.seeds} {params.train}"
-        " --threads {threads} --out {output} > {log} 2>&1"
+        "python -m workflow_scripts.ladder.train {params.run} --data {input.data}"
+        " --config {wildcards.arch} --d {params.d} --blocks {params.L} --seeds {params.seeds}"
+        " --settings-json {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
 
 
-rule ladder_standalone:
-    input:
-        data=LADDER_DATA,
-        code=LADDER_CODE,
+# The cross-check's standalone runs: one job per (config, kind) runs every seed.
+use rule ladder_train as ladder_standalone with:
     output:
-        expand(
-            "results/ladder/standalone/{{arch}}/{{kind}}/seed{seed}.parquet",
-            seed=LADDER["seeds"],
-        ),
+        LADDER_STANDALONE_OUT,
     log:
         "logs/ladder/standalone/{arch}/{kind}.log",
+    benchmark:
+        bench(LADDER_STANDALONE_OUT[0])
     wildcard_constraints:
         arch=LADDER_ARCH_RE,
-        kind="frozen|full",
-    conda:
-        CONDA_ENV
-    threads: 1
+        kind=LADDER_KIND_RE,
     resources:
-        mem_mb=6000 if LADDER_BIG else 1000,
-        runtime=(360 if LADDER_BIG else 10) * len(LADDER["seeds"]),
+        mem_mb=LADDER_RES["train_mb"],
+        runtime=LADDER_RES["run_min"] * len(LADDER_STANDALONE_OUT),
         gpu=0,
     params:
-        d=lambda wc: LADDER_ARCHS[wc.arch]["d"],
-        L=lambda wc: LADDER_ARCHS[wc.arch]["L"],
-        seeds=" ".join(map(str, LADDER["seeds"])),
-        train=LADDER_TRAIN_ARGS,
-    shell:
-        "python -m workflow_scripts.ladder.train standalone --data {input.data}"
-        " --config {wildcards.arch} --d {params.d} --blocks {params.L} --kind {wildcards.kind}"
-        " --seeds {params.seeds} {params.train} --threads {threads} --out {output} > {log} 2>&1"
+        run=lambda wc: f"standalone --kind {wc.kind}",
+        seeds=" ".join(map(str, LADDER_SEEDS)),
 
 
 rule ladder_identity:
     input:
         data=LADDER_DATA,
         runs=LADDER_K0_RUNS,
-        code=LADDER_CODE + CODE("workflow_scripts/ladder/identity.py"),
+        code=code("ladder.identity"),
     output:
         "results/ladder/identity.json",
     log:
         "logs/ladder/identity.log",
+    benchmark:
+        bench("results/ladder/identity.json")
     conda:
         CONDA_ENV
     threads: 1
     resources:
-        mem_mb=4000 if LADDER_BIG else 1000,
+        mem_mb=LADDER_RES["data_mb"],
         runtime=30,
     params:
         configs=" ".join(
             f"--config {a}:{c['d']}:{c['L']}" for a, c in LADDER_ARCHS.items()
         ),
-        seeds=" ".join(map(str, LADDER["seeds"])),
+        seeds=" ".join(map(str, LADDER_SEEDS)),
     shell:
         "python -m workflow_scripts.ladder.identity --data {input.data} {params.configs}"
         " --seeds {params.seeds} --runs {input.runs} --threads {threads} --out {output}"
@@ -240,32 +229,32 @@ rule ladder_stats:
     input:
         runs=LADDER_RUNS,
         standalone=LADDER_STANDALONE,
-        code=LADDER_STATS_CODE,
+        code=code("ladder.stats"),
     output:
         table="results/ladder/table.parquet",
         comparisons="results/ladder/comparisons.parquet",
         crosscheck="results/ladder/crosscheck.parquet",
     log:
         "logs/ladder/stats.log",
+    benchmark:
+        bench("results/ladder/table.parquet")
     conda:
         CONDA_ENV
     threads: 2  # the Multi-Bootstrap engine computes two groups of samples at once
     resources:
         mem_mb=2000,
     params:
-        nboot=LADDER["stats"]["nboot"],
-        ci=LADDER["stats"]["ci"],
-        seed=LADDER["stats"]["seed"],
+        settings=settings_json("LadderStats"),
     shell:
         "python -m workflow_scripts.ladder.stats --runs {input.runs} --standalone {input.standalone}"
-        " --nboot {params.nboot} --ci {params.ci} --seed {params.seed} --table {output.table}"
+        " --settings-json {params.settings:q} --threads {threads} --table {output.table}"
         " --comparisons {output.comparisons} --crosscheck {output.crosscheck} > {log} 2>&1"
 
 
 rule ladder_figure:
     input:
         table="results/ladder/table.parquet",
-        code=LADDER_REPORT_CODE,
+        code=code("ladder.report"),
     output:
         report(
             "results/figures/depth_ladder.png",
@@ -274,9 +263,10 @@ rule ladder_figure:
         ),
     log:
         "logs/ladder/figure.log",
+    benchmark:
+        bench("results/figures/depth_ladder.png")
     conda:
         CONDA_ENV
-    threads: 1
     resources:
         mem_mb=1000,
     shell:
@@ -290,14 +280,15 @@ rule ladder_summary:
         comparisons="results/ladder/comparisons.parquet",
         crosscheck="results/ladder/crosscheck.parquet",
         identity="results/ladder/identity.json",
-        code=LADDER_REPORT_CODE,
+        code=code("ladder.report"),
     output:
         "results/ladder/summary.md",
     log:
         "logs/ladder/summary.log",
+    benchmark:
+        bench("results/ladder/summary.md")
     conda:
         CONDA_ENV
-    threads: 1
     resources:
         mem_mb=1000,
     shell:

@@ -4,16 +4,16 @@
 # latency_summary checks every run's ladder for physical coherence and writes the
 # canonical ladder (median over the coherent runs) that the Pareto figure and the report use.
 
-LAT = config["latency"]
-
 
 rule latency_run:
     input:
-        code=CODE("workflow_scripts/latency.py", "workflow_scripts/models.py"),
+        code=code("biencoder.latency"),
     output:
         "results/latency/run{r}.parquet",
     log:
         "logs/latency/run{r}.log",
+    benchmark:
+        bench("results/latency/run{r}.parquet")
     conda:
         CONDA_ENV
     threads: all_cores()
@@ -25,40 +25,36 @@ rule latency_run:
         base=config["base_model"],
         depths=" ".join(map(str, DEPTHS)),
         strategy=STRATEGIES[0],
+        settings=settings_json("LatencyProfile"),
         torch_threads=lambda wc, threads: (
-            threads if LAT["threads"] == "all" else LAT["threads"]
-        ),
-        args=(
-            f"--batch-size {LAT['batch_size']} --seq-len {LAT['seq_len']}"
-            f" --warmup-calls {LAT['warmup_calls']}"
-            f" --warmup-max-calls {LAT['warmup_max_calls']}"
-            f" --warmup-window {LAT['warmup_window']}"
-            f" --warmup-tol {LAT['warmup_tolerance']}"
-            f" --rounds {LAT['rounds']} --calls-per-round {LAT['calls_per_round']}"
-            f" --discard-calls {LAT['discard_calls']} --encode-calls {LAT['encode_calls']}"
-            f" --dtype {LAT['dtype']} --seed {LAT['seed']}"
+            threads
+            if config["latency"]["threads"] == "all"
+            else config["latency"]["threads"]
         ),
     shell:
-        "python -m workflow_scripts.latency profile --base {params.base:q} --strategy {params.strategy}"
-        " --depths {params.depths} --run {wildcards.r} {params.args} --threads {params.torch_threads}"
+        "python -m workflow_scripts.biencoder.latency --base {params.base:q}"
+        " --strategy {params.strategy} --depths {params.depths} --run {wildcards.r}"
+        " --threads {params.torch_threads} --settings-json {params.settings:q}"
         " --out {output} > {log} 2>&1"
 
 
 rule latency_summary:
     input:
         runs=latency_runs(),
-        code=CODE("workflow_scripts/latency.py", "workflow_scripts/coherence.py"),
+        code=code("biencoder.latency_summary"),
     output:
         summary="results/latency/summary.parquet",
         coherence="results/latency/coherence.json",
         ladder="results/latency/ladder.parquet",
     log:
         "logs/latency/summary.log",
+    benchmark:
+        bench("results/latency/summary.parquet")
     conda:
         CONDA_ENV
     params:
-        args=f"--nboot {LAT['nboot']} --ci {LAT['ci']} --seed {LAT['seed']}",
+        settings=settings_json("LatencySummary"),
     shell:
-        "python -m workflow_scripts.latency summary --runs {input.runs} {params.args}"
-        " --out {output.summary} --coherence {output.coherence} --ladder {output.ladder}"
-        " > {log} 2>&1"
+        "python -m workflow_scripts.biencoder.latency_summary --runs {input.runs}"
+        " --settings-json {params.settings:q} --out {output.summary}"
+        " --coherence {output.coherence} --ladder {output.ladder} > {log} 2>&1"

@@ -1,16 +1,41 @@
 # Report: results/RESULTS.md with every number generated; `snakemake --report` adds the
-# figures registered in figures.smk.
+# figures registered in figures.smk. The usage rule sums every job's Snakemake benchmark
+# (wall time, peak memory) per rule for the report's cost table.
+
+USAGE = biencoder_benchmarks()
+if HAS_LADDER:
+    USAGE.update(LADDER_BENCHMARKS)
+
+
+rule usage:
+    input:
+        files=[f for files in USAGE.values() for f in files],
+        code=code("core.usage"),
+    output:
+        "results/usage.parquet",
+    log:
+        "logs/report/usage.log",
+    conda:
+        CONDA_ENV
+    params:
+        rules=" ".join(rule for rule, files in USAGE.items() for _ in files),
+    shell:
+        "python -m workflow_scripts.core.usage --files {input.files} --rules {params.rules}"
+        " --out {output} > {log} 2>&1"
 
 
 rule report:
     input:
         stats=expand("results/stats/{table}.parquet", table=STATS_TABLES),
-        latency="results/latency/summary.parquet",
+        latency_summary="results/latency/summary.parquet",
+        latency_ladder="results/latency/ladder.parquet",
+        latency_coherence="results/latency/coherence.json",
+        usage="results/usage.parquet",
         cards=[f"data/beir/{b}/DATACARD.md" for b in BENCHMARKS]
         + [f"data/train/{TRAIN_DATA}.DATACARD.md"],
         extra=REPORT_EXTRAS,
         figures=[f for name in FIGURES for f in figure_files(name)],
-        code=CODE("workflow_scripts/report.py"),
+        code=code("biencoder.report"),
     output:
         report(
             "results/RESULTS.md",
@@ -22,5 +47,7 @@ rule report:
     conda:
         CONDA_ENV
     shell:
-        "python -m workflow_scripts.report --stats-dir results/stats --latency {input.latency}"
+        "python -m workflow_scripts.biencoder.report --stats-dir results/stats"
+        " --latency-summary {input.latency_summary} --latency-ladder {input.latency_ladder}"
+        " --latency-coherence {input.latency_coherence} --usage {input.usage}"
         " --cards {input.cards} --extra {input.extra} --out {output} > {log} 2>&1"

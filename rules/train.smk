@@ -1,14 +1,18 @@
-# Training: one job per (recipe, strategy, depth, seed).
+# Training: one job per (recipe, strategy, depth, seed). Its params are exactly what changes
+# the model (the recipe's settings, the base model); the recipe's seed list and how often
+# trainer state is saved are not, so adding a seed or turning on checkpoints retrains nothing.
 
 
 rule train:
     input:
         triples=f"data/train/{TRAIN_DATA}.parquet",
-        code=CODE("workflow_scripts/train.py", "workflow_scripts/models.py"),
+        code=code("biencoder.train"),
     output:
         model="checkpoints/{recipe}/{strategy}{depth}/seed{seed}/model.safetensors",
     log:
         "logs/train/{recipe}/{strategy}{depth}/seed{seed}.log",
+    benchmark:
+        bench("checkpoints/{recipe}/{strategy}{depth}/seed{seed}/model.safetensors")
     conda:
         CONDA_ENV
     threads: 1
@@ -16,13 +20,16 @@ rule train:
         mem_mb=4000,
         runtime=120,
         gpu=1,
+        # A resource, not a param: it sets how often trainer state is saved (for resuming),
+        # which does not change the model, so it must not be a rerun trigger.
+        checkpoint_every=lambda wc: RECIPES[wc.recipe]["checkpoint_every"],
     params:
         base=config["base_model"],
-        recipe_json=lambda wc: json.dumps(RECIPES[wc.recipe], sort_keys=True),
-        max_seq=MAX_SEQ,
+        settings=lambda wc: settings_json("Train", recipe=wc.recipe),
         out=lambda wc, output: os.path.dirname(output.model),
     shell:
-        "python -m workflow_scripts.train --base {params.base:q} --strategy {wildcards.strategy}"
-        " --depth {wildcards.depth} --seed {wildcards.seed} --recipe-json {params.recipe_json:q}"
-        " --triples {input.triples} --max-seq-length {params.max_seq} --threads {threads}"
+        "python -m workflow_scripts.biencoder.train --base {params.base:q}"
+        " --strategy {wildcards.strategy} --depth {wildcards.depth} --seed {wildcards.seed}"
+        " --settings-json {params.settings:q} --triples {input.triples}"
+        " --checkpoint-every {resources.checkpoint_every} --threads {threads}"
         " --out {params.out} > {log} 2>&1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,16 +18,37 @@ sys.path.insert(0, str(ROOT))
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """A 3-layer random-init BERT (hidden 32) with the MiniLM package's tokenizer."""
-    from workflow_scripts.models import make_tiny_model
+    from tiny_models import make_tiny_model
 
     return make_tiny_model(tmp_path_factory.mktemp("models") / "tiny", layers=3, hidden=32,
                            heads=2, intermediate=64, seed=0)
 
 
+# What a user's clone needs to run the workflow (copy_workflow).
+WORKFLOW_PARTS = ("Snakefile", "rules", "workflow_scripts", "config", "envs", "profiles",
+                  "docs/report")
+
+
+def copy_workflow(dest) -> Path:
+    """A copy of the workflow's files, as a clone would have them, to run studies inside."""
+    dest = Path(dest)
+    for part in WORKFLOW_PARTS:
+        src = ROOT / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / part)
+    return dest
+
+
 def snakemake(workdir, *args, check=True, timeout=900) -> subprocess.CompletedProcess:
-    """Run the repository's workflow in `workdir` (outputs land there, not in the repo)."""
+    """Run the workflow in `workdir` (outputs land there, not in the repo): the workflow
+    copy there if it has one (copy_workflow), else the repository's."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    cmd = [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
+    workdir = Path(workdir)
+    snakefile = workdir / "Snakefile" if (workdir / "Snakefile").exists() else ROOT / "Snakefile"
+    cmd = [SNAKEMAKE, "-s", str(snakefile), "--directory", str(workdir), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-4000:]}\n"
@@ -49,3 +71,17 @@ def job_counts(output: str) -> dict[str, int]:
                 else:
                     counts[parts[0]] = int(parts[1])
     return counts
+
+
+def planned_jobs(output: str) -> list[tuple[str, str, list[str]]]:
+    """(rule, reason, input files) of every job a `snakemake -n` output plans."""
+    jobs, rule, inputs = [], None, []
+    for line in output.splitlines():
+        if line.startswith(("rule ", "localrule ")) and line.rstrip().endswith(":"):
+            rule, inputs = line.split()[1].rstrip(":"), []
+        elif rule and line.strip().startswith("input:"):
+            inputs = line.split("input:", 1)[1].strip().split(", ")
+        elif rule and line.strip().startswith("reason:"):
+            jobs.append((rule, line.split("reason:", 1)[1].strip(), inputs))
+            rule = None
+    return jobs

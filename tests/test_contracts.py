@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from workflow_scripts import contracts
+from workflow_scripts.core import contracts
 
 
 def _beir_folder(tmp_path):

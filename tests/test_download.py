@@ -1,4 +1,4 @@
-"""workflow_scripts.download against a local threaded HTTP server on 127.0.0.1."""
+"""workflow_scripts.core.download against a local threaded HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from workflow_scripts import download as dl
-from workflow_scripts.download import DownloadError, UnsafeArchiveError
+from workflow_scripts.core import download as dl
+from workflow_scripts.core.download import DownloadError, UnsafeArchiveError
 
 FAST = {"backoff": 0.001, "timeout": 5}  # keep retries fast
 
@@ -193,15 +193,6 @@ def test_404_fails_at_once(server, tmp_path):
     assert not (tmp_path / "m.zip").exists()
 
 
-def test_cli(server, tmp_path, capsys):
-    server.routes["/a.zip"] = Route(BLOB)
-    dest = tmp_path / "a.zip"
-    assert dl.main([server.url("/a.zip"), str(dest), "--md5", "f" * 32, "--retries", "0"]) == 1
-    assert "checksum mismatch" in capsys.readouterr().err
-    assert dl.main([server.url("/a.zip"), str(dest), "--md5", md5(BLOB)]) == 0
-    assert dest.read_bytes() == BLOB
-
-
 def test_connection_refused_is_retried_then_fails(tmp_path):
     import socket
 
@@ -239,8 +230,7 @@ def test_fetch_recorded_checks_expected_lines(server, tmp_path):
     with pytest.raises(DownloadError, match="expected 3 lines, got 2"):
         dl.fetch_recorded(server.url("/t.jsonl.gz"), dest, rec, expected_lines=3, **FAST)
     assert not dest.exists() and not rec.exists()
-    assert dl.main([server.url("/t.jsonl.gz"), str(dest), "--record", str(rec),
-                    "--expect-lines", "2"]) == 0
+    dl.fetch_recorded(server.url("/t.jsonl.gz"), dest, rec, expected_lines=2, **FAST)
     assert json.loads(rec.read_text())["lines"] == 2
 
 
@@ -288,10 +278,3 @@ def test_extract_tar(tmp_path):
     with pytest.raises(UnsafeArchiveError):
         dl.extract_tar(bad, tmp_path / "out2")
     assert not (tmp_path / "out2").exists() and not (tmp_path / "evil.bin").exists()
-
-
-def test_constants():
-    assert dl.beir_url("scifact").endswith("/BEIR/datasets/scifact.zip")
-    assert set(dl.BEIR_MD5) == {"nfcorpus", "scifact", "fiqa"}
-    assert all(len(v) == 32 for v in [*dl.BEIR_MD5.values(), dl.CIFAR10_MD5])
-    assert dl.MSMARCO_TRIPLES_LINES == 499_184

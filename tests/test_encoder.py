@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workflow_scripts.encoder import BertMeanEncoder, UnsupportedModel, load_encoder
-from workflow_scripts.models import load_trained, load_truncated, resolve_model_path
+from workflow_scripts.biencoder.encoder import BertMeanEncoder, UnsupportedModel, load_encoder
+from workflow_scripts.biencoder.models import load_trained, load_truncated, resolve_model_path
 
 TEXTS = ["Compute the mean of an array.", "", "Return a new DataFrame with the rows sorted " * 9,
          "x", "Fit the model according to the given training data and labels."]

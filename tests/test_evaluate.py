@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from workflow_scripts import evaluate
+from workflow_scripts.biencoder import evaluate
 
 
 def test_ndcg_recall_map_by_hand():

@@ -1,5 +1,5 @@
 """The ladder's modules: FA/DFA gradients, BP-ladder == ordinary training, determinism,
-CIFAR binary parsing, stats/report on synthetic runs, the config schema."""
+CIFAR binary parsing, stats/report on synthetic runs, the CLIs' settings, the config schema."""
 
 from __future__ import annotations
 
@@ -16,10 +16,14 @@ import torch.nn.functional as F
 import yaml
 from conftest import ROOT
 
-from workflow_scripts.contracts import DataError
-from workflow_scripts.ladder import data, methods, model, report, runs, stats, train
+from workflow_scripts import ladder
+from workflow_scripts.core.codedeps import direct_imports
+from workflow_scripts.core.contracts import DataError
+from workflow_scripts.core.runtime import set_threads
+from workflow_scripts.core.settings import LadderData, LadderTrain, SettingsError, schema_node
+from workflow_scripts.ladder import data, identity, methods, model, report, runs, stats, train
 
-train.set_threads(1)
+set_threads(1)
 
 
 def tiny_arrays(n_train=64, n_test=40, dim=12, classes=4, seed=0):
@@ -115,7 +119,7 @@ def test_dfa_block_gradient_equals_the_surrogate_gradient():
 def test_bp_ladder_equals_ordinary_training_step_by_step(k, kind):
     """Per-group custom AdamW + freezing (ladder) vs one torch.optim.AdamW (standalone)."""
     arrays = tiny_arrays()
-    x, y, _, _ = train.tensors(arrays)
+    x, y, _, _ = model.tensors(arrays)
     steps = 3 * train.steps_per_epoch(len(y), 16)
     a = model.build(x.shape[1], 8, 3, 4, seed=7)
     b = model.build(x.shape[1], 8, 3, 4, seed=7)
@@ -133,21 +137,23 @@ def test_bp_ladder_equals_ordinary_training_step_by_step(k, kind):
 
 def test_run_is_deterministic_and_methods_share_the_init():
     arrays = tiny_arrays()
-    kw = dict(d=8, blocks=2, seed=5, epochs=2, batch_size=16)
-    r1 = train.run(arrays, method="fa", k=1, **kw)
-    r2 = train.run(arrays, method="fa", k=1, **kw)
+    settings = LadderTrain.from_json('{"epochs": 2, "batch_size": 16}')
+    assert (settings.lr, settings.weight_decay, settings.device) == (1e-3, 0.01, "cpu")
+    kw = dict(d=8, blocks=2, seed=5)
+    r1 = train.run(arrays, settings, method="fa", k=1, **kw)
+    r2 = train.run(arrays, settings, method="fa", k=1, **kw)
     assert np.array_equal(r1["preds"], r2["preds"])
     assert r1["summary"]["train_loss"] == r2["summary"]["train_loss"]
-    other = train.run(arrays, method="fa", k=1, **{**kw, "seed": 6})
+    other = train.run(arrays, settings, method="fa", k=1, **{**kw, "seed": 6})
     assert other["summary"]["train_loss"] != r1["summary"]["train_loss"]
     # frozen blocks keep their initial weights, identical under every method
     init = model.build(12, 8, 2, 4, seed=5)
     for method in methods.METHODS:
-        net = train.run(arrays, method=method, k=1, **kw)["model"]
+        net = train.run(arrays, settings, method=method, k=1, **kw)["model"]
         assert torch.equal(net.blocks[0].fc1.weight, init.blocks[0].fc1.weight)
         assert not torch.equal(net.blocks[1].fc1.weight, init.blocks[1].fc1.weight)
     with pytest.raises(ValueError, match="k must be in 0..2"):
-        train.run(arrays, method="bp", k=3, **kw)
+        train.run(arrays, settings, method="bp", k=3, **kw)
 
 
 def test_identity_of_a_zero_branch_stack():
@@ -191,9 +197,9 @@ def test_cifar_binary_parser_reads_records_and_rejects_bad_files(tmp_path):
 def test_cifar_download_extract_prepare_from_a_fake_tarball(tmp_path):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
-        for i, name in enumerate([*data.CIFAR_TRAIN, data.CIFAR_TEST]):
+        for i, name in enumerate([*ladder.CIFAR_TRAIN, ladder.CIFAR_TEST]):
             raw, _ = cifar_records([i % 10, (i + 1) % 10], seed=i)
-            info = tarfile.TarInfo(f"{data.CIFAR_DIR}/{name}")
+            info = tarfile.TarInfo(f"{ladder.CIFAR_DIR}/{name}")
             info.size = len(raw)
             tf.addfile(info, io.BytesIO(raw))
     tarball = tmp_path / "cifar-10-binary.tar.gz"
@@ -201,16 +207,17 @@ def test_cifar_download_extract_prepare_from_a_fake_tarball(tmp_path):
     out = tmp_path / "data" / "cifar10"
     md5 = hashlib.md5(buf.getvalue()).hexdigest()
     data.download(out, url=tarball.as_uri(), md5=md5)
-    sizes = data.prepare("cifar10", tmp_path / "c.npz", bin_dir=out / data.CIFAR_DIR,
-                         n_train=7)
+    sizes = data.prepare("cifar10", tmp_path / "c.npz", LadderData.from_json('{"n_train": 7}'),
+                         bin_dir=out / ladder.CIFAR_DIR)
     assert sizes == {"y_train": 7, "y_test": 2}
     arrays = data.load(tmp_path / "c.npz")
     assert arrays["x_train"].shape == (7, 3072) and arrays["y_test"].tolist() == [5, 6]
 
 
 def test_digits_split_is_fixed_and_stratified(tmp_path):
-    data.prepare("digits", tmp_path / "a.npz", n_train=300, n_test=540)
-    data.prepare("digits", tmp_path / "b.npz", n_train=300, n_test=540)
+    sizes = LadderData.from_json('{"n_train": 300}')  # n_test null: digits' 540
+    data.prepare("digits", tmp_path / "a.npz", sizes)
+    data.prepare("digits", tmp_path / "b.npz", sizes)
     a, b = data.load(tmp_path / "a.npz"), data.load(tmp_path / "b.npz")
     assert all(np.array_equal(a[k], b[k]) for k in data.ARRAYS)
     assert a["x_train"].shape == (300, 64) and len(a["y_test"]) == 540
@@ -311,3 +318,77 @@ def test_shipped_ladder_configs_validate_and_unknown_keys_fail_naming_them():
         with pytest.raises(WorkflowError, match=name):
             validate({**block, **bad}, schema)
     assert json.dumps(block)  # plain data, as the rules expect
+    assert tuple(schema_node("ladder.dataset.name")[0]["enum"]) == ladder.DATASETS
+    assert tuple(schema_node("ladder.methods")[0]["items"]["enum"]) == ladder.METHODS
+
+
+# ---------------------------------------------------------------------------------------
+# Stage CLIs: settings as one JSON argument, schema defaults, no stage imports another
+# ---------------------------------------------------------------------------------------
+STAGES = ("data", "train", "identity", "stats", "report")
+
+
+def test_a_stage_imports_the_ladder_libraries_never_another_stage():
+    libraries = {f"workflow_scripts.ladder.{m}" for m in ("data", "model", "methods", "runs")}
+    for stage in STAGES:
+        name = f"workflow_scripts.ladder.{stage}"
+        others = {f"workflow_scripts.ladder.{s}" for s in STAGES} - libraries - {name}
+        assert not direct_imports(name) & others, stage
+
+
+def test_train_cli_takes_its_settings_as_json_with_schema_defaults(tmp_path):
+    npz = tmp_path / "d.npz"
+    np.savez(npz, **tiny_arrays())
+    outs = [str(tmp_path / f"s{s}.parquet") for s in (1, 2)]
+    common = ["--data", str(npz), "--config", "t", "--d", "8", "--blocks", "1",
+              "--seeds", "1", "2", "--out", *outs]
+    train.main(["ladder", "--method", "bp", "--k", "1", *common,
+                "--settings-json", '{"epochs": 1, "batch_size": 32}'])
+    df, meta = runs.read_run(outs[1])
+    assert (meta["epochs"], meta["batch_size"], meta["lr"], meta["weight_decay"]) == (
+        1, 32, 1e-3, 0.01)
+    assert (meta["seed"], meta["k"], meta["kind"], meta["device"]) == (2, 1, "ladder", "cpu")
+    train.main(["standalone", "--kind", "full", *common, "--settings-json", '{"epochs": 1}'])
+    _, meta = runs.read_run(outs[0])
+    assert (meta["kind"], meta["k"], meta["method"], meta["batch_size"]) == ("full", 1, "bp", 128)
+    with pytest.raises(SettingsError, match="ladder.train.epochs: required"):
+        train.main(["standalone", "--kind", "full", *common])
+    with pytest.raises(SettingsError, match="epochz"):
+        train.main(["standalone", "--kind", "full", *common, "--settings-json",
+                    '{"epochs": 1, "epochz": 2}'])
+
+
+def test_data_cli_download_needs_the_configured_url_and_md5(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        data.main(["download", "--out-dir", str(tmp_path)])
+    assert "--url" in capsys.readouterr().err
+    out = tmp_path / "digits.npz"
+    data.main(["prepare", "--name", "digits", "--out", str(out),
+               "--settings-json", '{"n_train": 50, "n_test": 100}'])
+    arrays = data.load(out)
+    assert len(arrays["y_train"]) == 50 and len(arrays["y_test"]) == 100
+
+
+def test_stats_cli_takes_its_settings_as_json(tmp_path):
+    paths, st = synthetic_runs(tmp_path)
+    out = {n: tmp_path / f"{n}.parquet" for n in ("table", "comparisons", "crosscheck")}
+    stats.main(["--runs", *map(str, paths), "--standalone", *map(str, st),
+                "--settings-json", '{"nboot": 200}', "--threads", "1",
+                *[a for n, p in out.items() for a in (f"--{n}", str(p))]])
+    table = pd.read_parquet(out["table"])
+    assert set(table.nboot) == {200} and set(table.ci) == {0.95}  # ci: the schema's default
+    assert len(pd.read_parquet(out["crosscheck"])) == 6
+
+
+def test_identity_check_of_the_init_and_the_k0_runs(tmp_path):
+    arrays = tiny_arrays()
+    res = train.run(arrays, LadderTrain.from_json('{"epochs": 1}'), d=8, blocks=2, seed=1,
+                    method="dfa", k=0)
+    path = tmp_path / "r.parquet"
+    runs.write_run(path, labels=res["labels"], preds=res["preds"], keys=dict(
+        config="t", method="dfa", k=0, seed=1, kind="ladder"), meta=res["summary"])
+    out = identity.check(arrays, {"t": (8, 2)}, [1, 2], [path])["t"]
+    assert out["init"]["seeds"] == [1, 2] and len(out["init"]["block_ratio"]["mean"]) == 2
+    assert list(out["trained_embedding"]) == ["dfa"]
+    assert np.isnan(out["trained_embedding"]["dfa"]["stack_cos"]["std"])  # one seed
+

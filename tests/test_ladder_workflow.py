@@ -1,36 +1,81 @@
-"""The ladder as Snakemake runs it: dry-run job counts of the shipped configs, a tiny ladder
-end to end, and resuming after a lost run."""
+"""The ladder as Snakemake runs it: dry-run job counts of the shipped configs, one benchmark
+per job (LADDER_BENCHMARKS), a tiny ladder end to end, resuming after a lost run, and
+reruns triggered by settings."""
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, job_counts, snakemake
+from conftest import ROOT, SNAKEMAKE, job_counts, snakemake
 
-CONFIGS = [str(ROOT / "config/config.yaml")]
+PAPER = str(ROOT / "config/ladder.yaml")
+
+
+def benchmark_targets_dry_run(tmp_path, *configfiles) -> tuple[dict, dict]:
+    """(job counts of a dry run whose only targets are LADDER_BENCHMARKS' files, as the
+    report's usage rule takes them; {rule: number of files} of LADDER_BENCHMARKS), through a
+    Snakefile that includes the repository's."""
+    wrapper, listed = tmp_path / "Snakefile", tmp_path / "listed.json"
+    wrapper.write_text(
+        f'include: "{ROOT / "Snakefile"}"\n\n'
+        "import json\n\n"
+        f'with open("{listed}", "w") as f:\n'
+        "    json.dump({r: len(b) for r, b in LADDER_BENCHMARKS.items() if b}, f)\n\n\n"
+        "rule bench_check:\n    input:\n"
+        "        [b for files in LADDER_BENCHMARKS.values() for b in files],\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the wrapper's folder is not the repo
+    proc = subprocess.run([SNAKEMAKE, "-s", str(wrapper), "-n", "bench_check", "--configfile",
+                           *configfiles], cwd=tmp_path, capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return job_counts(proc.stdout + proc.stderr), json.loads(listed.read_text())
+
+
+def check_one_benchmark_per_job(tmp_path, counts, out, *configfiles):
+    """Every job but the aggregate `ladder` has a benchmark, and LADDER_BENCHMARKS names
+    exactly those jobs' benchmark files, under their rules."""
+    jobs = {r: n for r, n in counts.items() if r != "ladder"}
+    assert out.count("    benchmark: results/benchmarks/") == sum(jobs.values())
+    via_benchmarks, listed = benchmark_targets_dry_run(tmp_path, *configfiles)
+    assert via_benchmarks.pop("bench_check") == 1
+    assert via_benchmarks == jobs
+    assert listed == jobs
 
 
 def test_paper_config_dry_run_lists_72_training_runs(tmp_path):
-    # the user's `snakemake -n ladder --configfile config/ladder.yaml`, run from the repo
-    # root, merges config/ladder.yaml into config/config.yaml: do the same here
-    proc = snakemake(tmp_path, "-n", "ladder", "--configfile", *CONFIGS,
-                     str(ROOT / "config/ladder.yaml"))
-    counts = job_counts(proc.stdout + proc.stderr)
+    # the user's `snakemake -n ladder --configfile config/ladder.yaml`: the file replaces the
+    # embedded default, so only the ladder study is configured
+    proc = snakemake(tmp_path, "-n", "ladder", "--configfile", PAPER)
+    out = proc.stdout + proc.stderr
+    counts = job_counts(out)
     assert counts["ladder_train"] == 72  # 2 shapes' (5 + 3) k x 3 methods x 3 seeds
     assert counts["ladder_standalone"] == 4
     assert counts["ladder_download_cifar10"] == 1
-    assert "d256L4/dfa/k4/seed456" in proc.stdout + proc.stderr
+    assert sum(counts.values()) == 83
+    assert "d256L4/dfa/k4/seed456" in out
+    check_one_benchmark_per_job(tmp_path, counts, out, PAPER)
 
 
 def test_embedded_config_dry_run(tmp_path):
     # batch_seeds: one job per (config, method, k) writes the files of all 3 seeds
-    proc = snakemake(tmp_path, "-n", "ladder", "--configfile", *CONFIGS)
-    counts = job_counts(proc.stdout + proc.stderr)
+    proc = snakemake(tmp_path, "-n", "ladder")
+    out = proc.stdout + proc.stderr
+    counts = job_counts(out)
     assert counts["ladder_train"] == 24 and counts["ladder_standalone"] == 4
     assert "ladder_download_cifar10" not in counts
-    out = proc.stdout + proc.stderr
-    assert "--seeds 42 123 456" in out or "seed456.parquet" in out
+    assert sum(counts.values()) == 34
+    assert "--seeds 42 123 456" in out
+    # the stage gets exactly the keys it reads, as one argument
+    assert """--settings-json '{"ci": 0.95, "nboot": 2000, "seed": 0}'""" in out
+    ladder_only = tmp_path / "ladder_only.yaml"
+    ladder_only.write_text(yaml.safe_dump(
+        {"ladder": yaml.safe_load((ROOT / "config/config.yaml").read_text())["ladder"]}))
+    check_one_benchmark_per_job(tmp_path, counts, out, str(ladder_only))
 
 
 TINY = {"ladder": {
@@ -44,12 +89,17 @@ TINY = {"ladder": {
 }}
 
 
+def write_config(path, ladder: dict) -> str:
+    path.write_text(yaml.safe_dump({"ladder": ladder}))
+    return str(path)
+
+
 @pytest.mark.slow
 def test_tiny_ladder_end_to_end_and_resume(tmp_path):
-    cfg = tmp_path / "tiny.yaml"
-    cfg.write_text(yaml.safe_dump(TINY))
-    args = ("ladder", "--configfile", *CONFIGS, str(cfg))
-    snakemake(tmp_path, *args, "--cores", "2")
+    cfg = write_config(tmp_path / "tiny.yaml", TINY["ladder"])
+    args = ("ladder", "--configfile", cfg)
+    proc = snakemake(tmp_path, *args, "--cores", "2")
+    counts = job_counts(proc.stdout + proc.stderr)
     res = tmp_path / "results/ladder"
     table = pd.read_parquet(res / "table.parquet")
     assert len(table) == 2 and set(table.n_seeds) == {2}
@@ -57,6 +107,15 @@ def test_tiny_ladder_end_to_end_and_resume(tmp_path):
     assert (cross.same_predictions == 1.0).all()  # BP k=0/k=L == standalone frozen/full
     assert "### Paired comparisons" in (res / "summary.md").read_text()
     assert (tmp_path / "results/figures/depth_ladder.png").stat().st_size > 0
+    benchmarks = list((tmp_path / "results/benchmarks").rglob("*.tsv"))
+    assert len(benchmarks) == sum(counts.values()) - 1  # every job but `ladder`
+
+    # a stats setting reruns the stats and what reads them, no training
+    more_boot = write_config(tmp_path / "nboot.yaml",
+                             {**TINY["ladder"], "stats": {"nboot": 300}})
+    dry = snakemake(tmp_path, "ladder", "--configfile", more_boot, "--cores", "1", "-n")
+    assert job_counts(dry.stdout + dry.stderr) == {
+        "ladder_stats": 1, "ladder_figure": 1, "ladder_summary": 1, "ladder": 1}
 
     # an interrupted ladder (one run and the summaries missing) redoes only what is missing
     for f in ("runs/t/bp/k1/seed2.parquet", "table.parquet", "comparisons.parquet",
@@ -69,10 +128,9 @@ def test_tiny_ladder_end_to_end_and_resume(tmp_path):
 
     # batch_seeds: the same runs from one job per (config, method, k), equal predictions
     batched = tmp_path / "batched"
-    cfg_b = tmp_path / "tiny_batched.yaml"
-    cfg_b.write_text(yaml.safe_dump({"ladder": {**TINY["ladder"], "batch_seeds": True,
-                                                "crosscheck": False}}))
-    proc = snakemake(batched, "ladder", "--configfile", *CONFIGS, str(cfg_b), "--cores", "2")
+    cfg_b = write_config(tmp_path / "tiny_batched.yaml",
+                         {**TINY["ladder"], "batch_seeds": True, "crosscheck": False})
+    proc = snakemake(batched, "ladder", "--configfile", cfg_b, "--cores", "2")
     assert job_counts(proc.stdout + proc.stderr)["ladder_train"] == 2  # k = 0, 1
     for k in (0, 1):
         for seed in (1, 2):

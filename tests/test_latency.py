@@ -2,17 +2,43 @@
 
 from __future__ import annotations
 
-import pandas as pd
+import dataclasses
+import json
 
-from workflow_scripts import contracts, latency
+import numpy as np
+import pandas as pd
+import pytest
+
+from workflow_scripts.biencoder import coherence, figures, latency, report
+from workflow_scripts.biencoder import latency_host as host
+from workflow_scripts.biencoder import latency_protocol as protocol
+from workflow_scripts.biencoder import latency_summary as summ
+from workflow_scripts.core import contracts
+from workflow_scripts.core.settings import LatencyProfile, LatencySummary
+
+
+def profile_settings(**kw) -> LatencyProfile:
+    """Schema defaults, but a fixed warm-up, one discarded call and no auxiliary stages
+    unless `kw` says otherwise."""
+    base = {"warmup_window": 0, "discard_calls": 1, "encode_calls": 0}
+    return dataclasses.replace(LatencyProfile.from_json(json.dumps(base)), **kw)
+
+
+def summary_settings(**kw) -> LatencySummary:
+    return dataclasses.replace(LatencySummary.from_json("{}"), **kw)
+
+
+def summarize(df, **kw) -> pd.DataFrame:
+    return summ.summarize(df, summary_settings(**kw))
 
 
 def test_profile_interleaves_depths_and_records_every_call():
     calls = []
     models = {d: (lambda b, d=d: calls.append(d)) for d in (1, 2, 3)}
     batch = {"input_ids": __import__("torch").zeros((4, 8), dtype=__import__("torch").long)}
-    df = latency.profile(models, batch, run=0, warmup_calls=2, rounds=3, calls_per_round=4,
-                         device="cpu", seed=0)
+    df = protocol.profile(models, batch, profile_settings(warmup_calls=2, rounds=3,
+                                                          calls_per_round=4, seed=0),
+                          run=0, device="cpu")
     assert list(df.columns) == list(contracts.LATENCY_COLUMNS)
     assert len(df) == 3 * 3 * 4 and (df.batch_size == 4).all() and (df.seq_len == 8).all()
     orders = [tuple(g.drop_duplicates("depth").depth) for _, g in df.groupby("round")]
@@ -22,21 +48,13 @@ def test_profile_interleaves_depths_and_records_every_call():
 
 def test_summary_quantiles():
     df = pd.DataFrame({"run": 0, "depth": 1, "seconds": [0.001, 0.002, 0.003, 0.004, 0.005]})
-    s = latency.summarize(df).iloc[0]
+    s = summarize(df).iloc[0]
     assert s.p50_ms == 3.0 and s.iqr_ms == 2.0 and s.calls == 5
 
 
 # ---------------------------------------------------------------------------------------
 # The protocol: warm-up, discarded calls, separate stages (fake models, no torch model)
 # ---------------------------------------------------------------------------------------
-import json  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from workflow_scripts import figures, report  # noqa: E402
-
-
 def _batch(n=4, L=8):
     import torch
 
@@ -48,10 +66,11 @@ def test_protocol_times_stages_separately_after_discarded_calls():
     models = {d: (lambda b, d=d: calls.append(d)) for d in (1, 2, 3)}
     aux = {"encode": {d: (lambda d=d: aux_calls.append(("encode", d))) for d in (1, 2, 3)},
            "tokenize": dict.fromkeys((1, 2, 3), lambda: aux_calls.append(("tokenize", 0)))}
-    df, warmup = latency.profile_protocol(
-        models, _batch(), run=7, rounds=4, calls_per_round=3, device="cpu", seed=1,
-        warmup_calls=5, discard_calls=2, aux=aux, aux_calls=2)
-    assert list(df.columns) == list(latency.COLUMNS)
+    settings = profile_settings(rounds=4, calls_per_round=3, seed=1, warmup_calls=5,
+                                discard_calls=2, encode_calls=2)
+    df, warmup = protocol.profile_protocol(models, _batch(), settings, run=7, device="cpu",
+                                           aux=aux)
+    assert list(df.columns) == list(protocol.COLUMNS)
     assert df.groupby("stage").size().to_dict() == {"forward": 36, "encode": 24, "tokenize": 24}
     assert len(calls) == 3 * 5 + 4 * 3 * (2 + 3)  # fixed warm-up (window 0), discards, timed
     assert len(aux_calls) == 4 * 3 * 2 * 2
@@ -60,13 +79,18 @@ def test_protocol_times_stages_separately_after_discarded_calls():
                       for d in (1, 2, 3)}
     assert (df.run == 7).all() and df.event_seconds.isna().all()
     assert (df.seconds >= 0).all() and df.cpu_seconds.notna().all()
-    # The same seed gives the same visiting orders; another run's seed other orders.
-    again, _ = latency.profile_protocol(models, _batch(), run=7, rounds=4, calls_per_round=3,
-                                        device="cpu", seed=1, warmup_calls=0)
-    other, _ = latency.profile_protocol(models, _batch(), run=8, rounds=4, calls_per_round=3,
-                                        device="cpu", seed=2, warmup_calls=0)
-    order = lambda d: d[d.stage == "forward"].depth.tolist()  # noqa: E731
+    # Run r draws its orders with seed + r: the same run gives the same visiting orders,
+    # another run other orders.
+    quick = dataclasses.replace(settings, warmup_calls=0)
+    again, _ = protocol.profile_protocol(models, _batch(), quick, run=7, device="cpu")
+    other, _ = protocol.profile_protocol(models, _batch(), quick, run=8, device="cpu")
+
+    def order(d):
+        return d[d.stage == "forward"].drop_duplicates(["round", "depth"]).depth.tolist()
+
     assert order(again) == order(df) != order(other)
+    rng = np.random.default_rng(1 + 7)
+    assert order(df) == [d for _ in range(4) for d in rng.permutation([1, 2, 3]).tolist()]
 
 
 def _scripted_timer(times):
@@ -77,26 +101,26 @@ def _scripted_timer(times):
 def test_warm_up_runs_until_two_windows_agree():
     # Slow first calls (cold caches), then a steady 10 ms.
     times = [0.05, 0.04, 0.03, 0.02, 0.015] + [0.010] * 100
-    w = latency.warm_up(lambda: None, _scripted_timer(times), min_calls=6, max_calls=100,
-                        window=4, tol=0.02)
+    w = protocol.warm_up(lambda: None, _scripted_timer(times), min_calls=6, max_calls=100,
+                         window=4, tol=0.02)
     # Call 12: the window of calls 9-12 and that of calls 5-8 both have median 10 ms.
     assert w["converged"] and w["calls"] == 12 and w["p50_ms"] == pytest.approx(10.0)
     # At least `min_calls`, even when stable earlier.
-    w = latency.warm_up(lambda: None, _scripted_timer([0.01] * 100), min_calls=30,
-                        max_calls=100, window=4, tol=0.02)
+    w = protocol.warm_up(lambda: None, _scripted_timer([0.01] * 100), min_calls=30,
+                         max_calls=100, window=4, tol=0.02)
     assert w == {"calls": 30, "converged": True, "p50_ms": pytest.approx(10.0)}
 
 
 def test_warm_up_gives_up_and_says_so():
     drifting = [0.01 * 1.05 ** i for i in range(100)]  # never settles
-    w = latency.warm_up(lambda: None, _scripted_timer(drifting), min_calls=5, max_calls=40,
-                        window=4, tol=0.02)
+    w = protocol.warm_up(lambda: None, _scripted_timer(drifting), min_calls=5, max_calls=40,
+                         window=4, tol=0.02)
     assert w["calls"] == 40 and not w["converged"]
 
 
 def test_fixed_text_fills_the_padded_length():
     for L in (8, 64, 256, 512):
-        assert len(latency.long_text(L).split()) > L  # every word is at least one piece
+        assert len(protocol.long_text(L).split()) > L  # every word is at least one piece
 
 
 # ---------------------------------------------------------------------------------------
@@ -129,7 +153,7 @@ SHALLOW_LOW = {1: 4.0, 2: 22.0, 3: 32.0}  # depth 1 reads 3x low
 
 
 def test_summary_separates_stages_and_gives_a_round_bootstrap_ci():
-    s = latency.summarize(synthetic_run(0, GOOD), nboot=500).set_index("depth")
+    s = summarize(synthetic_run(0, GOOD), nboot=500).set_index("depth")
     assert s.p50_ms.to_numpy() == pytest.approx([12, 22, 32], rel=0.01)
     assert (s.ci_low_ms < s.p50_ms).all() and (s.p50_ms < s.ci_high_ms).all()
     assert s.encode_p50_ms.to_numpy() == pytest.approx([15, 25, 35])
@@ -142,7 +166,7 @@ def test_check_keeps_only_coherent_runs_in_the_canonical_ladder():
     df = pd.concat([synthetic_run(0, GOOD), synthetic_run(1, {d: 1.02 * v for d, v in
                                                               GOOD.items()}),
                     synthetic_run(2, SHALLOW_LOW)], ignore_index=True)
-    summary, doc, ladder = latency.check(latency.summarize(df, nboot=300))
+    summary, doc, ladder = summ.check(summarize(df, nboot=300))
     assert doc["coherent_runs"] == [0, 1]
     assert [r["run"] for r in doc["incoherent_runs"]] == [2]
     assert {"linear", "leave_one_out"} <= set(doc["incoherent_runs"][0]["failed"])
@@ -164,12 +188,13 @@ def test_summary_cli_writes_summary_coherence_and_ladder(tmp_path):
         synthetic_run(r, ladder).to_parquet(p)
         paths.append(str(p))
     out = tmp_path / "out"
-    latency.main(["summary", "--runs", *paths, "--nboot", "200", "--out", str(out / "s.parquet"),
-                  "--coherence", str(out / "c.json"), "--ladder", str(out / "l.parquet")])
+    summ.main(["--runs", *paths, "--settings-json", '{"nboot": 200}',
+                  "--out", str(out / "s.parquet"), "--coherence", str(out / "c.json"),
+                  "--ladder", str(out / "l.parquet")])
     doc = json.loads((out / "c.json").read_text())
     assert doc["coherent_runs"] == [0, 1] and doc["canonical_ladder"]["runs_used"] == [0, 1]
     assert doc["canonical_ladder"]["fit"]["b_ms_per_layer"] == pytest.approx(10, rel=0.05)
-    assert set(doc["runs"][0]["checks"]) == set(latency.coherence.CHECKS)
+    assert set(doc["runs"][0]["checks"]) == set(coherence.CHECKS)
     assert doc["runs"][0]["env"]["threads"] == 1
     lad = pd.read_parquet(out / "l.parquet")
     assert lad.depth.tolist() == [1, 2, 3] and lad.p50_ms.notna().all()
@@ -178,7 +203,7 @@ def test_summary_cli_writes_summary_coherence_and_ladder(tmp_path):
 
 def _stats():
     rows = [{"recipe": r, "strategy": "top", "depth": d, "benchmark": "all", "metric": "ndcg@10",
-             "estimate": e, "ci_low": e - 0.02, "ci_high": e + 0.02}
+             "estimate": e, "ci_low": e - 0.02, "ci_high": e + 0.02, "ci": 0.95}
             for r, base in (("short", 0.2), ("base", 0.1)) for d, e in
             ((1, base), (2, base + 0.05), (3, base + 0.08))]
     return {"ci": pd.DataFrame(rows)}
@@ -187,8 +212,8 @@ def _stats():
 def test_report_and_pareto_show_the_canonical_ladder_and_the_incoherent_runs(tmp_path):
     df = pd.concat([synthetic_run(0, GOOD), synthetic_run(1, GOOD),
                     synthetic_run(2, SHALLOW_LOW)], ignore_index=True)
-    summary, _, ladder = latency.check(latency.summarize(df, nboot=200))
-    md = report.latency_section(summary)
+    summary, doc, ladder = summ.check(summarize(df, nboot=200))
+    md = report.latency_section(summary, ladder)
     assert "## Latency ladder" in md and "### Per-run verdicts" in md
     assert "| 1 | 12.0" in md  # canonical p50 at depth 1: run 2's 4 ms left out
     assert "- run 2: " in md and "linear" in md.split("- run 2: ")[1]
@@ -204,9 +229,11 @@ def test_report_and_pareto_show_the_canonical_ladder_and_the_incoherent_runs(tmp
 
 def test_no_coherent_run_is_impossible_to_miss():
     df = pd.concat([synthetic_run(0, SHALLOW_LOW), synthetic_run(1, SHALLOW_LOW)])
-    summary, doc, ladder = latency.check(latency.summarize(df, nboot=200))
+    summary, doc, ladder = summ.check(summarize(df, nboot=200))
     assert doc["coherent_runs"] == [] and ladder.p50_ms.isna().all()
-    assert "No profiling run passed the coherence check" in report.latency_section(summary)
+    assert "fit" not in doc["canonical_ladder"]
+    md = report.latency_section(summary, ladder)
+    assert "No profiling run passed the coherence check" in md and "Fit:" not in md
     fig = figures.pareto(_stats(), ladder, ["short"])
     assert "UNVERIFIED" in fig.axes[0].get_title()
 
@@ -220,11 +247,12 @@ def test_profile_cli_on_a_tiny_model(tiny_model, tmp_path):
     threads = torch.get_num_threads()
     out = tmp_path / "run3.parquet"
     try:
-        latency.main(["profile", "--base", str(tiny_model), "--depths", "1", "3", "--run", "3",
-                      "--batch-size", "2", "--seq-len", "16", "--warmup-calls", "3",
-                      "--warmup-window", "2", "--warmup-max-calls", "20", "--rounds", "2",
-                      "--calls-per-round", "2", "--discard-calls", "1", "--threads", "1",
-                      "--out", str(out)])
+        settings = {"batch_size": 2, "seq_len": 16, "warmup_calls": 3, "warmup_window": 2,
+                    "warmup_max_calls": 20, "rounds": 2, "calls_per_round": 2,
+                    "discard_calls": 1}
+        latency.main(["--base", str(tiny_model), "--strategy", "top", "--depths",
+                      "1", "3", "--run", "3", "--threads", "1",
+                      "--settings-json", json.dumps(settings), "--out", str(out)])
     finally:
         torch.set_num_threads(threads)
     df = contracts.read_latency(out)
@@ -241,7 +269,7 @@ def test_a_busy_machine_is_named_as_the_likely_cause():
     quiet, busy = synthetic_run(0, GOOD), synthetic_run(1, GOOD)
     for df, load in ((quiet, 1.2), (busy, 2.6)):
         df["host_cpus"], df["loadavg_before"], df["loadavg_after"] = 2, load, load
-    summary, doc, _ = latency.check(latency.summarize(pd.concat([quiet, busy]), nboot=200))
+    summary, doc, _ = summ.check(summarize(pd.concat([quiet, busy]), nboot=200))
     assert doc["runs"][0]["notes"] == ""
     assert "load average up to 2.60 on 2 CPUs" in doc["runs"][1]["notes"]
     assert doc["runs"][1]["env"]["loadavg_before"] == 2.6
@@ -260,13 +288,13 @@ def test_other_work_is_measured_from_host_cpu_time():
                  "host_steal_s": 1.0}
         for k in before:
             df[f"{k}_before"], df[f"{k}_after"] = before[k], after[k]
-    summary, doc, _ = latency.check(latency.summarize(pd.concat([quiet, busy]), nboot=200))
+    summary, doc, _ = summ.check(summarize(pd.concat([quiet, busy]), nboot=200))
     assert doc["runs"][0]["notes"].startswith("nothing else ran: other processes 0.05 cores")
     assert "CPU itself" not in doc["runs"][0]["notes"]  # coherent: no explanation needed
     assert "other processes kept 0.90 cores busy" in doc["runs"][1]["notes"]
     assert doc["runs"][1]["env"]["other_processes_cores"] == pytest.approx(0.9)
     assert doc["runs"][0]["env"]["steal_share"] == 0.0
-    env = latency.host_cpu_seconds()
+    env = host.host_cpu_seconds()
     assert env["proc_cpu_s"] > 0 and env["clock_s"] > 0
     assert np.isnan(env["host_busy_s"]) or env["host_busy_s"] > 0
 
@@ -278,7 +306,22 @@ def test_cuda_runs_compare_wall_with_event_time():
     bad["device"] = "cuda"
     # Shallow depth: the event time exceeds the wall time (an unsynchronized wall timer).
     bad["event_seconds"] = bad["seconds"] * np.where(bad["depth"] == 1, 1.5, 0.95)
-    _, doc, _ = latency.check(latency.summarize(pd.concat([ok, bad]), nboot=200))
+    _, doc, _ = summ.check(summarize(pd.concat([ok, bad]), nboot=200))
     timers = [r["checks"]["timers_agree"] for r in doc["runs"]]
     assert timers[0]["pass"] is True and timers[0]["value"]["timer"] == "cuda_event"
     assert timers[1]["pass"] is False and doc["runs"][1]["failed"] == ["timers_agree"]
+
+
+def test_cli_settings_come_from_the_json_only(tmp_path, capsys):
+    """No setting has a CLI flag; a key the stage does not read is an error."""
+    args = ["--runs", "r.parquet", "--out", str(tmp_path / "s.parquet")]
+    with pytest.raises(SystemExit):
+        summ.main([*args, "--settings-json", '{"rounds": 3}'])
+    assert "unknown setting(s) rounds" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        summ.main([*args, "--nboot", "200"])
+    with pytest.raises(SystemExit):
+        latency.main(["--base", "x", "--strategy", "top", "--depths", "1",
+                      "--run", "0", "--threads", "1", "--out", "o.parquet",
+                      "--settings-json", '{"batch_size": 0}'])
+    assert "batch_size" in capsys.readouterr().err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from workflow_scripts import models
+from workflow_scripts.biencoder import models
 
 
 def test_kept_layers():

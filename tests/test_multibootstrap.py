@@ -1,16 +1,17 @@
-"""Tests of workflow_scripts.multibootstrap against a plain-Python-loop Multi-Bootstrap.
+"""Tests of workflow_scripts.core.multibootstrap against a plain-Python-loop Multi-Bootstrap.
 
 The loop regenerates the index draws from the documented draw order (docs/multibootstrap.md):
 children = default_rng(seed).spawn(2 + n_benchmarks); children[0] seeds of arm a (or the only
 arm), children[1] seeds of arm b, children[2 + k] examples of benchmark k (sorted keys); each
-child spawns one generator per group of mb.GROUP samples, which draws
-integers(0, n, size=(rows in the group, n)).
+child spawns one generator per group of GROUP samples (workflow_scripts/core/bootstrap_engine.py),
+which draws integers(0, n, size=(rows in the group, n)).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import subprocess
 import sys
 
@@ -18,7 +19,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from workflow_scripts import multibootstrap as mb
+from workflow_scripts.core import bootstrap_engine as engine
+from workflow_scripts.core import multibootstrap as mb
 
 BOTH, SEEDS, EXAMPLES = ("seeds", "examples"), ("seeds",), ("examples",)
 RESAMPLES = [BOTH, SEEDS, EXAMPLES]
@@ -53,8 +55,8 @@ def loop_bootstrap(design, a, b, *, nboot, seed, resample, order=None):
     def draw(child, n, axis):
         if axis not in resample:
             return np.tile(np.arange(n), (nboot, 1))  # axis fixed: every unit once
-        starts = range(0, nboot, mb.GROUP)
-        return np.vstack([gen.integers(0, n, size=(min(mb.GROUP, nboot - g0), n))
+        starts = range(0, nboot, engine.GROUP)
+        return np.vstack([gen.integers(0, n, size=(min(engine.GROUP, nboot - g0), n))
                           for gen, g0 in zip(child.spawn(len(starts)), starts, strict=True)])
 
     ex = [draw(children[2 + k], blk.shape[1], "examples") for k, blk in enumerate(b)]
@@ -107,43 +109,48 @@ def arm_data(kind, n_seeds, rng, baseline=False):
 # Engine == loop, on identical draws
 # ---------------------------------------------------------------------------------------
 @pytest.fixture(params=["one-block", "many-blocks"])
-def blocks(request, monkeypatch):
-    """Run each equality test twice: one group of 250 samples in one block, and groups of 7
-    samples in blocks of 3, 3 and 1 rows on two threads (row offsets, block and group edges,
-    a partial last group and more groups than threads all exercised)."""
-    if request.param == "many-blocks":
-        monkeypatch.setattr(mb, "GROUP", 7)
-        monkeypatch.setattr(mb, "_BLOCK_BYTES", 8 * 21 * 3)
-        monkeypatch.setattr(mb, "_THREAD_MIN_DRAWS", 0)
-    return request.param
+def threads(request, monkeypatch):
+    """Run each equality test twice: one group of 250 samples in one block on the default
+    threads, and groups of 7 samples in blocks of 3, 3 and 1 rows on two threads (row offsets,
+    block and group edges, a partial last group and more groups than threads all exercised).
+    The value is the `threads` argument to pass."""
+    if request.param == "one-block":
+        return None
+    monkeypatch.setattr(engine, "GROUP", 7)
+    monkeypatch.setattr(engine, "_BLOCK_BYTES", 8 * 21 * 3)
+    monkeypatch.setattr(engine, "_THREAD_MIN_DRAWS", 0)
+    return 2
 
 
-@pytest.mark.usefixtures("blocks")
 @pytest.mark.parametrize("resample", RESAMPLES)
 @pytest.mark.parametrize("kind", ["plain", "runs", "stratified"])
-def test_bootstrap_mean_matches_loop(kind, resample):
+def test_bootstrap_mean_matches_loop(kind, resample, threads):
     x = arm_data(kind, 5, np.random.default_rng(1))
-    res = mb.bootstrap_mean(x, nboot=NBOOT, seed=7, resample=resample)
+    res = mb.bootstrap_mean(x, nboot=NBOOT, seed=7, resample=resample, threads=threads)
     ref = loop_bootstrap("mean", None, as_blocks(x), nboot=NBOOT, seed=7, resample=resample)
     np.testing.assert_allclose(res.samples, ref, rtol=0, atol=1e-12)
     assert res.estimate == pytest.approx(full_metric(as_blocks(x)), abs=1e-12)
     assert res.resample == resample and res.p_value is None and res.design == "mean"
 
 
-@pytest.mark.usefixtures("blocks")
-@pytest.mark.parametrize("resample", RESAMPLES)
-@pytest.mark.parametrize("design", mb.DESIGNS)
-@pytest.mark.parametrize("kind", ["runs", "stratified"])
-def test_compare_matches_loop(kind, design, resample):
+def compare_data(kind, design):
+    """Arms a and b for `design`, the seed ids paired arms pass, and a's seed order in b."""
     rng = np.random.default_rng(2)
     a = arm_data(kind, 5, rng, baseline=design == "single-baseline")
     b = arm_data(kind, 4 if design == "unpaired" else 5, rng)
-    kw = {}
-    order = None
-    if design == "paired":  # b lists the same seed ids in another order
-        kw = {"seeds_a": [10, 11, 12, 13, 14], "seeds_b": [12, 14, 10, 11, 13]}
-        order = [kw["seeds_b"].index(s) for s in kw["seeds_a"]]
-    res = mb.compare(a, b, design=design, nboot=NBOOT, seed=3, resample=resample, **kw)
+    if design != "paired":
+        return a, b, {}, None
+    kw = {"seeds_a": [10, 11, 12, 13, 14], "seeds_b": [12, 14, 10, 11, 13]}  # b in another order
+    return a, b, kw, [kw["seeds_b"].index(s) for s in kw["seeds_a"]]
+
+
+@pytest.mark.parametrize("resample", RESAMPLES)
+@pytest.mark.parametrize("design", mb.DESIGNS)
+@pytest.mark.parametrize("kind", ["runs", "stratified"])
+def test_compare_matches_loop(kind, design, resample, threads):
+    a, b, kw, order = compare_data(kind, design)
+    res = mb.compare(a, b, design=design, nboot=NBOOT, seed=3, resample=resample,
+                     threads=threads, **kw)
     blocks_a = as_blocks(a)
     if design == "single-baseline":  # [runs, examples] -> one seed
         blocks_a = [np.asarray(v).reshape(-1, v.shape[-1]).mean(axis=0, keepdims=True)
@@ -156,50 +163,90 @@ def test_compare_matches_loop(kind, design, resample):
     assert res.benchmarks == (("fiqa", "nq") if kind == "stratified" else None)
 
 
-def test_result_depends_on_neither_block_size_nor_threads(monkeypatch):
+def test_result_does_not_depend_on_block_size(monkeypatch):
     rng = np.random.default_rng(4)
     a, b = arm_data("stratified", 5, rng), arm_data("stratified", 6, rng)
-    monkeypatch.setattr(mb, "GROUP", 64)
-    monkeypatch.setattr(mb, "_THREAD_MIN_DRAWS", 0)
+    monkeypatch.setattr(engine, "GROUP", 64)
     whole = mb.compare(a, b, design="unpaired", nboot=NBOOT, seed=5).samples  # 1 block/group
     n = max(blk.shape[1] for blk in a.values())
-    monkeypatch.setattr(mb, "_BLOCK_BYTES", 8 * n * 5)
-    assert mb._block_rows(n) == 5
-    assert [len(blocks) for blocks in mb._plan(NBOOT, 5)] == [13, 13, 5]  # 64, 64, 22 rows
-    for threads in (1, 3):
-        monkeypatch.setattr(mb, "_THREADS", threads)
-        blocked = mb.compare(a, b, design="unpaired", nboot=NBOOT, seed=5).samples
-        np.testing.assert_allclose(blocked, whole, rtol=0, atol=1e-13)
+    monkeypatch.setattr(engine, "_BLOCK_BYTES", 8 * n * 5)
+    assert engine.block_rows(n) == 5
+    assert [len(blocks) for blocks in engine.plan(NBOOT, 5)] == [13, 13, 5]  # 64, 64, 22 rows
+    blocked = mb.compare(a, b, design="unpaired", nboot=NBOOT, seed=5).samples
+    np.testing.assert_allclose(blocked, whole, rtol=0, atol=1e-13)
     ref = loop_bootstrap("unpaired", as_blocks(a), as_blocks(b), nboot=NBOOT, seed=5,
                          resample=("seeds", "examples"), order=sorted(a))
     np.testing.assert_allclose(whole, ref, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("n", [2, 3, 7, 25, 1000, 5000, 50_000, 2**20 + 1, 3 * 2**29,
-                               2**31 - 1])
-def test_vectorized_draws_equal_numpy_integers(n):
-    """_Indices makes Generator.integers' values and leaves the stream where integers() would:
-    over calls of odd and even sizes (numpy keeps a raw output's high half for the next
-    value), and where Lemire's method rejects values (a quarter of them at 3 * 2**29)."""
-    sizes = [int(k) for k in np.random.default_rng(n).integers(1, 3000, size=8)]
-    ref = np.random.default_rng(n + 1).integers(0, n, size=sum(sizes))
-    stream = mb._Indices(np.random.default_rng(n + 1), n)
-    assert stream.vectorized
-    got = [np.empty(k, dtype=np.int64) for k in sizes]
-    for out in got:
-        stream.fill(out)
-    np.testing.assert_array_equal(np.concatenate(got), ref)
+@pytest.mark.parametrize("design", ("mean",) + mb.DESIGNS)
+def test_threads_give_identical_results(design, monkeypatch):
+    """Each group has its own generators and its own rows of the output, so the samples are
+    the same bits on 1, 2 and 3 threads (groups of 7 in blocks of 3: 22 groups)."""
+    monkeypatch.setattr(engine, "GROUP", 7)
+    monkeypatch.setattr(engine, "_BLOCK_BYTES", 8 * 21 * 3)
+    monkeypatch.setattr(engine, "_THREAD_MIN_DRAWS", 0)
+    a, b, kw, _ = compare_data("stratified", design if design != "mean" else "paired")
+    for resample in RESAMPLES:
+        runs = [mb.bootstrap_mean(b, nboot=NBOOT, seed=9, resample=resample, threads=t)
+                if design == "mean" else
+                mb.compare(a, b, design=design, nboot=NBOOT, seed=9, resample=resample,
+                           threads=t, **kw) for t in (1, 2, 3)]
+        for res in runs[1:]:
+            assert np.array_equal(res.samples, runs[0].samples) and res == runs[0]
 
 
-def test_draw_rows_offsets_and_fallback():
-    ref = np.random.default_rng(3).integers(0, 6, size=(4, 6))
-    rows = mb._Indices(np.random.default_rng(3), 6).draw(4, np.arange(4)[:, None] * 10)
-    np.testing.assert_array_equal(rows, ref + np.arange(4)[:, None] * 10)
-    numpy_only = mb._Indices(np.random.default_rng(3), 6)
-    numpy_only.vectorized = False  # as for n >= 2**31: numpy's own integers()
-    np.testing.assert_array_equal(numpy_only.draw(4), ref)
-    one = mb._Indices(np.random.default_rng(3), 1)  # numpy draws nothing for one unit
-    np.testing.assert_array_equal(one.draw(2), np.zeros((2, 1)))
+def test_threads_give_identical_results_at_default_sizes():
+    """Above _THREAD_MIN_DRAWS with the real GROUP and block size (3 groups)."""
+    x = scores(np.random.default_rng(12), 4, 2_500)
+    assert engine._THREAD_MIN_DRAWS < 600 * (2_500 + 4)
+    runs = [mb.bootstrap_mean(x, nboot=600, seed=4, threads=t).samples for t in (1, 2, 3, None)]
+    for samples in runs[1:]:
+        assert np.array_equal(samples, runs[0])
+
+
+def test_threads_reach_the_engine(monkeypatch):
+    """Every public function that runs the engine passes `threads` on; None means the CPUs
+    this process may use (capped at the number of groups)."""
+    workers = []
+
+    class Pool(engine.ThreadPoolExecutor):
+        def __init__(self, max_workers):
+            workers.append(max_workers)
+            super().__init__(max_workers=max_workers)
+
+    monkeypatch.setattr(engine, "ThreadPoolExecutor", Pool)
+    monkeypatch.setattr(engine, "GROUP", 7)
+    monkeypatch.setattr(engine, "_THREAD_MIN_DRAWS", 0)
+    monkeypatch.setattr(engine, "default_threads", lambda: 5)
+    x = scores(np.random.default_rng(3), 4, 30)
+    mb.bootstrap_mean(x, nboot=NBOOT, seed=1, threads=3)
+    mb.compare(x, x + 0.1, nboot=NBOOT, seed=1, threads=3)
+    mb.equivalence(x, x, epsilon=0.1, nboot=NBOOT, seed=1, threads=3)
+    mb.variance_parts(x, nboot=NBOOT, seed=1, threads=3)
+    assert workers == [3] * 6
+    mb.bootstrap_mean(x, nboot=NBOOT, seed=1)
+    mb.bootstrap_mean(x, nboot=NBOOT, seed=1, threads=1)  # one thread: no pool
+    mb.bootstrap_mean(x, nboot=100, seed=1, threads=np.int64(40))  # 15 groups
+    assert workers == [3] * 6 + [5, 15]
+
+
+def test_default_threads(monkeypatch):
+    if hasattr(os, "sched_getaffinity"):
+        assert engine.default_threads() == len(os.sched_getaffinity(0))
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    assert engine.default_threads() == (os.cpu_count() or 1)
+
+
+def test_draws_continue_the_stream_and_add_offsets():
+    """A group's rows drawn block by block are its rows drawn at once (also over odd counts of
+    32-bit values, where numpy keeps a raw output's high half for the next call)."""
+    ref = np.random.default_rng(3).integers(0, 7, size=(5, 7))
+    gen = np.random.default_rng(3)
+    first = engine.draw(gen, 7, 1)
+    offsets = np.arange(4)[:, None] * 7
+    rest = engine.draw(gen, 7, 4, offsets)
+    np.testing.assert_array_equal(np.vstack([first, rest - offsets]), ref)
 
 
 def test_fewer_samples_are_a_prefix_of_more():
@@ -213,7 +260,7 @@ def test_same_result_without_threadpoolctl(monkeypatch):
     """threadpoolctl is optional: without it BLAS keeps its threads and the numbers stay."""
     x = scores(np.random.default_rng(6), 4, 30)
     with_ctl = mb.bootstrap_mean(x, nboot=300, seed=2).samples
-    monkeypatch.setattr(mb, "_blas_controller", lambda: None)
+    monkeypatch.setattr(engine, "_blas_controller", lambda: None)
     np.testing.assert_allclose(mb.bootstrap_mean(x, nboot=300, seed=2).samples, with_ctl,
                                rtol=0, atol=1e-13)
 
@@ -396,8 +443,14 @@ def test_result_to_dict_and_frozen():
     assert {"epsilon", "alpha", "p_lower", "p_upper", "equivalent"} <= set(eq)
 
 
+def test_public_names():
+    assert set(mb.__all__) <= set(dir(mb)) and mb.GROUP == engine.GROUP == 250
+    assert {"bootstrap_mean", "compare", "equivalence", "variance_parts",
+            "variance_components", "seeds_needed", "instance_agreement"} <= set(mb.__all__)
+
+
 def test_imports_only_numpy_and_scipy():
-    code = ("import sys, workflow_scripts.multibootstrap; "
+    code = ("import sys, workflow_scripts.core.multibootstrap; "
             "print([m for m in ('torch', 'snakemake', 'pandas') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -455,6 +508,11 @@ _NAN[1, 2] = np.nan
         (lambda: mb.equivalence(_X, _X, epsilon=0.1, alpha=0.5, nboot=100, seed=0), "alpha"),
         (lambda: mb.seeds_needed(_X), "half_width and/or delta"),
         (lambda: mb.instance_agreement(_X, seeds=[1, 1, 2, 3]), "duplicate seed ids"),
+        (lambda: mb.bootstrap_mean(_X, nboot=100, seed=0, threads=0), "threads must be"),
+        (lambda: mb.compare(_X, _X, nboot=100, seed=0, threads=1.5), "threads must be"),
+        (lambda: mb.equivalence(_X, _X, epsilon=0.1, nboot=100, seed=0, threads=True),
+         "threads must be"),
+        (lambda: mb.variance_parts(_X, nboot=100, seed=0, threads=-2), "threads must be"),
     ],
 )
 def test_bad_input(call, match):

@@ -13,7 +13,8 @@ import zipfile
 
 import pytest
 
-from workflow_scripts import contracts, download, prepare_data
+from workflow_scripts.biencoder import prepare_data
+from workflow_scripts.core import contracts, download
 
 
 @pytest.fixture()

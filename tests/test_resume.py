@@ -15,20 +15,25 @@ import pytest
 from conftest import ROOT
 from safetensors.numpy import load_file
 
-from workflow_scripts import docstrings, evaluate
-from workflow_scripts.encoder import load_encoder
+from workflow_scripts.biencoder import docstrings, evaluate
+from workflow_scripts.biencoder.encoder import load_encoder
 
-RECIPE = {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 1, "checkpoint_every": 2}
-
-
-def _train_cmd(model, triples, out):
-    return [sys.executable, "-m", "workflow_scripts.train", "--base", str(model), "--depth", "2",
-            "--seed", "5", "--recipe-json", json.dumps(RECIPE), "--triples", str(triples),
-            "--max-seq-length", "16", "--out", str(out)]
+SETTINGS = {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 1, "max_seq_length": 16}
 
 
-def _env(**extra):
-    return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
+def _train_cmd(model, triples, out, *, step_delay=None):
+    """The training CLI; with step_delay, tests/slow_train.py runs it with every step slowed
+    down, so that the job can be killed between checkpoints."""
+    args = ["--base", str(model), "--strategy", "top", "--depth", "2", "--seed", "5",
+            "--settings-json", json.dumps(SETTINGS), "--triples", str(triples),
+            "--checkpoint-every", "2", "--out", str(out)]
+    if step_delay is None:
+        return [sys.executable, "-m", "workflow_scripts.biencoder.train", *args]
+    return [sys.executable, str(ROOT / "tests/slow_train.py"), str(step_delay), *args]
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +43,7 @@ def data(tmp_path_factory):
     docstrings.build_triples(pairs[:120], max_triples=60, seed=0).to_parquet(d / "t.parquet")
     corpus, queries, qrels = docstrings.build_beir(pairs[120:], max_queries=30, max_docs=60,
                                                    seed=0)
-    from workflow_scripts import contracts
+    from workflow_scripts.core import contracts
 
     contracts.write_beir(d / "bench", corpus, queries, qrels)
     return d
@@ -57,8 +62,8 @@ def test_killed_training_resumes_to_the_same_model(tiny_model, data):
                    capture_output=True)
 
     # Slow each step down so the job can be killed between checkpoints.
-    proc = subprocess.Popen(_train_cmd(tiny_model, data / "t.parquet", out),
-                            env=_env(DEPTHLAB_TEST_STEP_DELAY="0.4"),
+    proc = subprocess.Popen(_train_cmd(tiny_model, data / "t.parquet", out, step_delay=0.4),
+                            env=_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     state = data / "out.trainer"
     deadline = time.time() + 240

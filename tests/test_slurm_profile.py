@@ -45,7 +45,8 @@ def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path)
 
 def test_slurm_profile_names_only_existing_rules():
     prof = yaml.safe_load((ROOT / "profiles/slurm/profile.yaml").read_text())
-    rules = set(re.findall(r"^rule (\w+):", "".join(
-        p.read_text() for p in (ROOT / "rules").glob("*.smk")), re.M))
+    text = "".join(p.read_text() for p in (ROOT / "rules").glob("*.smk"))
+    rules = {a or b for a, b in re.findall(r"^(?:rule (\w+):|use rule \w+ as (\w+))", text,
+                                           re.M)}
     named = set(prof["set-resources"]) | set(prof["set-threads"]) | set(prof["groups"])
     assert named <= rules, named - rules

@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workflow_scripts import contracts, figures, report, stats
+from workflow_scripts.biencoder import figures, report, stats
+from workflow_scripts.core import contracts
+from workflow_scripts.core.settings import Stats
 
 
 def _write_evals(tmp_path, effect=0.15, seeds=(1, 2, 3), recipes=("short", "long")):
@@ -38,7 +40,8 @@ def _write_evals(tmp_path, effect=0.15, seeds=(1, 2, 3), recipes=("short", "long
 def tables(tmp_path_factory):
     d = tmp_path_factory.mktemp("stats")
     paths = _write_evals(d)
-    return d, stats.run(paths, d / "out", nboot=300, seed=0, budget_order=["short", "long"])
+    return d, stats.run(paths, d / "out", Stats.from_json('{"nboot": 300, "seed": 0}'),
+                        budget_order=["short", "long"])
 
 
 def test_ci_rows_cover_every_arm_and_benchmark(tables):
@@ -84,7 +87,7 @@ def test_missing_seed_query_is_an_error(tmp_path):
     df = pd.read_parquet(paths[1]).iloc[:-1]  # drop one query of one seed
     df.to_parquet(paths[1])
     with pytest.raises(contracts.DataError, match="do not share one query set"):
-        stats.run(paths, tmp_path / "out", nboot=200)
+        stats.run(paths, tmp_path / "out", Stats.from_json('{"nboot": 200}'))
 
 
 def test_figures_and_report_render_from_the_tables(tables, tmp_path):
@@ -100,7 +103,12 @@ def test_figures_and_report_render_from_the_tables(tables, tmp_path):
                       ("d", figures.pareto(st, latency, ["short", "long"]))]:
         figures.save(fig, [tmp_path / f"{name}.png"])
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
-    md = report.build(d / "out", lat_path)
+    summary = latency.assign(coherent=True, failed_checks="", why="", notes="")
+    ladder = latency[["depth", "p50_ms"]].assign(runs_used=1, coherent=True)
+    sum_path, lad_path = tmp_path / "summary.parquet", tmp_path / "ladder.parquet"
+    summary.to_parquet(sum_path)
+    ladder.to_parquet(lad_path)
+    md = report.build(d / "out", sum_path, lad_path)
     assert "| long | top | 2 |" in md and "Resampling ablation" in md
 
 

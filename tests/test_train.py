@@ -6,9 +6,12 @@ import pandas as pd
 import pytest
 from safetensors.numpy import load_file
 
-from workflow_scripts import contracts, train
+from workflow_scripts.biencoder import train
+from workflow_scripts.core import contracts
+from workflow_scripts.core.settings import Train
 
-RECIPE = {"batch_size": 4, "steps": 3, "lr": 1e-3, "warmup": 0}
+SETTINGS = Train.from_json('{"batch_size": 4, "steps": 3, "lr": 1e-3, "warmup": 0, '
+                           '"max_seq_length": 16}')
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +26,8 @@ def triples(tmp_path_factory):
 
 
 def _train(tiny_model, triples, out, seed):
-    return train.train(base=str(tiny_model), strategy="top", depth=2, seed=seed, recipe=RECIPE,
-                       triples=triples, out_dir=out, threads=1, max_seq_length=16)
+    return train.train(base=str(tiny_model), strategy="top", depth=2, seed=seed,
+                       settings=SETTINGS, triples=triples, out_dir=out, threads=1)
 
 
 def test_same_seed_same_weights_other_seed_differs(tiny_model, triples, tmp_path):
@@ -36,6 +39,7 @@ def test_same_seed_same_weights_other_seed_differs(tiny_model, triples, tmp_path
     assert all((wa[k] == wb[k]).all() for k in wa)  # bitwise
     assert any((wa[k] != wc[k]).any() for k in wa)
     assert s1["steps"] == 3 and s1["device"] == "cpu"
+    assert s1["settings"]["lr"] == 1e-3 and s1["settings"]["scale"] == 20.0  # schema default
     assert not any(k.startswith("encoder.layer.2.") for k in wa)  # depth 2 of 3 kept
 
 

@@ -8,9 +8,9 @@ import re
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, job_counts, snakemake
+from conftest import ROOT, copy_workflow, job_counts, planned_jobs, snakemake
 
-from workflow_scripts import contracts
+from workflow_scripts.core import contracts
 
 TINY_BENCHMARKS = ["tiny-a", "tiny-b"]
 
@@ -54,8 +54,8 @@ def tiny_config(model_dir) -> dict:
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory, tiny_model):
-    """The whole DAG once, on the tiny config, in a temp dir."""
-    wd = tmp_path_factory.mktemp("tiny_study")
+    """The whole DAG once, on the tiny config, in a copy of the workflow (as in a clone)."""
+    wd = copy_workflow(tmp_path_factory.mktemp("tiny") / "study")
     cfg = wd / "tiny.yaml"
     cfg.write_text(yaml.safe_dump(tiny_config(tiny_model)))
     proc = snakemake(wd, "--configfile", str(cfg), "--cores", "2")
@@ -106,6 +106,87 @@ def test_rerun_has_nothing_to_do(tiny_run):
     wd, cfg, _ = tiny_run
     proc = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "-n")
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def _dry(wd, cfg, *extra):
+    proc = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "-n", *extra)
+    return proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_moved_study_has_nothing_to_do(tiny_run):
+    """Code inputs are relative to the workflow folder: a moved clone reruns nothing."""
+    wd, cfg, _ = tiny_run
+    moved = wd.with_name("moved")
+    wd.rename(moved)
+    try:
+        assert "Nothing to be done" in _dry(moved, moved / cfg.name)
+    finally:
+        moved.rename(wd)
+
+
+# Rules whose command's import closure holds the module (an independent list, by hand).
+IMPORTERS = {
+    "workflow_scripts/biencoder/models.py": {"train", "evaluate_trained", "evaluate_base",
+                                             "latency_run"},
+    "workflow_scripts/core/multibootstrap.py": {"stats", "ladder_stats"},
+    "workflow_scripts/biencoder/figures.py": {"figure_depth_vs_budget", "figure_pareto",
+                                              "figure_per_benchmark_degradation",
+                                              "figure_seed_variance"},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", sorted(IMPORTERS))
+def test_code_change_reruns_exactly_the_stages_that_import_it(tiny_run, module):
+    wd, cfg, _ = tiny_run
+    path = wd / module
+    original = path.read_text()
+    path.write_text(original + "\n# changed\n")
+    try:
+        jobs = planned_jobs(_dry(wd, cfg))
+    finally:
+        path.write_text(original)  # same content: the study is up to date again
+    # The rules whose jobs list the module as an input are exactly those that import it...
+    assert {rule for rule, _, inputs in jobs if module in inputs} == IMPORTERS[module]
+    # ...and every other planned job only consumes what those jobs rewrite.
+    for rule, reason, inputs in jobs:
+        assert module in inputs or reason.startswith("Input files updated by another job"), (
+            rule, reason)
+    assert "Nothing to be done" in _dry(wd, cfg)
+
+
+@pytest.mark.slow
+def test_added_seed_trains_only_the_new_seed(tiny_run, tmp_path):
+    wd, cfg, _ = tiny_run
+    conf = yaml.safe_load(cfg.read_text())
+    conf["recipes"]["r1"]["seeds"].append(3)
+    conf["recipes"]["r4"]["checkpoint_every"] = 2  # changes no model: retrains nothing
+    more = tmp_path / "more.yaml"
+    more.write_text(yaml.safe_dump(conf))
+    jobs = planned_jobs(_dry(wd, more))
+    counts = {}
+    for rule, _, _ in jobs:
+        counts[rule] = counts.get(rule, 0) + 1
+    assert counts["train"] == 2  # the new seed at both depths
+    assert counts["evaluate_trained"] == 2 * len(TINY_BENCHMARKS)
+    assert "evaluate_base" not in counts and "latency_run" not in counts
+    assert {"stats", "report", "usage"} <= set(counts)  # the aggregates
+    assert not any(r.startswith("ladder") for r in counts)
+
+
+@pytest.mark.slow
+def test_changed_setting_reruns_only_the_stages_that_read_it(tiny_run, tmp_path):
+    wd, cfg, _ = tiny_run
+    conf = yaml.safe_load(cfg.read_text())
+    conf["stats"]["equivalence_epsilon"] = 0.02
+    changed = tmp_path / "eps.yaml"
+    changed.write_text(yaml.safe_dump(conf))
+    jobs = planned_jobs(_dry(wd, changed))
+    by_params = {rule for rule, reason, _ in jobs if "Params have changed" in reason}
+    assert by_params == {"stats"}
+    assert not {"train", "evaluate_trained", "evaluate_base", "latency_run"} & {
+        rule for rule, _, _ in jobs}
 
 
 @pytest.mark.slow

@@ -4,9 +4,11 @@
 - cifar10: the official binary tarball (cifar-10-binary.tar.gz), parsed with numpy; no
   pickle anywhere (np.load runs with allow_pickle=False).
 
-CLI: python -m workflow_scripts.ladder.data download --out-dir DIR [--url U --md5 X]
+CLI: python -m workflow_scripts.ladder.data download --out-dir DIR --url URL --md5 MD5
      python -m workflow_scripts.ladder.data prepare --name digits|cifar10 --out X.npz \
-        [--bin-dir DIR] [--n-train N] [--n-test N] [--split-seed S]
+        [--bin-dir DIR] [--settings-json '{"n_train": 300, "n_test": 540, "split_seed": 0}']
+--url/--md5 are config ladder.dataset.url/md5; --settings-json is core/settings.py's
+LadderData (absent keys take config/ladder.schema.yaml's defaults).
 """
 
 from __future__ import annotations
@@ -16,13 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from workflow_scripts.contracts import DataError, atomic_path
+from workflow_scripts.core.contracts import DataError, atomic_path
+from workflow_scripts.core.settings import LadderData
+from workflow_scripts.ladder import CIFAR_TEST, CIFAR_TRAIN, DATASETS
 
-DATASETS = ("digits", "cifar10")
+DIGITS_TEST = 540  # digits' held-out split when n_test is null (config/ladder.schema.yaml)
 CIFAR_RECORD = 1 + 3 * 32 * 32  # label byte + R, G, B planes of 32x32
-CIFAR_TRAIN = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
-CIFAR_TEST = "test_batch.bin"
-CIFAR_DIR = "cifar-10-batches-bin"  # the folder inside the tarball
 ARRAYS = ("x_train", "y_train", "x_test", "y_test")
 
 
@@ -61,11 +62,11 @@ def load_digits(split_seed: int, n_test: int) -> dict[str, np.ndarray]:
     return {"x_train": x_tr, "y_train": y_tr, "x_test": x_te, "y_test": y_te}
 
 
-def prepare(name: str, out, *, bin_dir=None, n_train=None, n_test=None,
-            split_seed: int = 0) -> dict[str, int]:
+def prepare(name: str, out, settings: LadderData, *, bin_dir=None) -> dict[str, int]:
     """Write the dataset's npz atomically; n_train/n_test take the first n (None = all)."""
+    n_train, n_test = settings.n_train, settings.n_test
     if name == "digits":
-        arrays = load_digits(split_seed, n_test or 540)
+        arrays = load_digits(settings.split_seed, n_test or DIGITS_TEST)
     elif name == "cifar10":
         if bin_dir is None:
             raise ValueError("cifar10 needs bin_dir (the extracted cifar-10-batches-bin)")
@@ -102,7 +103,7 @@ def standardize(arrays) -> tuple[np.ndarray, np.ndarray]:
 
 def download(out_dir, *, url: str, md5: str) -> Path:
     """Fetch the CIFAR-10 binary tarball (checksummed) and extract it into out_dir."""
-    from workflow_scripts.download import extract_tar, fetch
+    from workflow_scripts.core.download import extract_tar, fetch
 
     out_dir = Path(out_dir)
     tarball = fetch(url, out_dir.parent / Path(url).name, md5=md5)
@@ -110,27 +111,25 @@ def download(out_dir, *, url: str, md5: str) -> Path:
 
 
 def main(argv=None) -> None:
-    from workflow_scripts.download import CIFAR10_MD5, CIFAR10_URL
-
     p = argparse.ArgumentParser(prog="python -m workflow_scripts.ladder.data")
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("download", help="fetch + extract the CIFAR-10 binary tarball")
     d.add_argument("--out-dir", required=True)
-    d.add_argument("--url", default=CIFAR10_URL)
-    d.add_argument("--md5", default=CIFAR10_MD5)
+    d.add_argument("--url", required=True, help="config ladder.dataset.url")
+    d.add_argument("--md5", required=True, help="config ladder.dataset.md5")
     q = sub.add_parser("prepare", help="write one dataset npz")
     q.add_argument("--name", required=True, choices=DATASETS)
     q.add_argument("--out", required=True)
-    q.add_argument("--bin-dir")
-    q.add_argument("--n-train", type=int)
-    q.add_argument("--n-test", type=int)
-    q.add_argument("--split-seed", type=int, default=0)
+    q.add_argument("--bin-dir", help="the extracted cifar-10-batches-bin (cifar10 only)")
+    q.add_argument("--settings-json", default="{}",
+                   help="core/settings.py LadderData as JSON; absent keys take "
+                        "config/ladder.schema.yaml's defaults")
     a = p.parse_args(argv)
     if a.cmd == "download":
         print(download(a.out_dir, url=a.url, md5=a.md5))
     else:
-        sizes = prepare(a.name, a.out, bin_dir=a.bin_dir, n_train=a.n_train,
-                        n_test=a.n_test, split_seed=a.split_seed)
+        sizes = prepare(a.name, a.out, LadderData.from_json(a.settings_json),
+                        bin_dir=a.bin_dir)
         print(f"{a.out}: {sizes}")
 
 

@@ -7,7 +7,7 @@ test example and averaged over examples, then mean +- std (ddof 1) over seeds.
 embedding" uses the same blocks on the embedding a k=0 run learned (from the runs' metadata).
 
 CLI: python -m workflow_scripts.ladder.identity --data D.npz --config d32L4:32:4 [...] \
-        --seeds 42 123 456 [--runs k0 run parquets ...] --out identity.json
+        --seeds 42 123 456 [--runs k0 run parquets ...] [--threads 1] --out identity.json
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ import argparse
 
 import numpy as np
 
-from workflow_scripts.contracts import write_json
+from workflow_scripts.core.contracts import write_json
+from workflow_scripts.core.runtime import set_threads
+from workflow_scripts.ladder import data as ladder_data
 from workflow_scripts.ladder import model
+from workflow_scripts.ladder.runs import read_run
 
 STATS = ("block_ratio", "stack_rel_change", "stack_cos")
 
@@ -34,10 +37,7 @@ def aggregate(per_seed: dict) -> dict:
 
 def check(arrays, configs: dict, seeds, runs=()) -> dict:
     """configs: name -> (d, blocks); runs: paths of k=0 ladder runs (optional)."""
-    from workflow_scripts.ladder.runs import read_run
-    from workflow_scripts.ladder.train import tensors
-
-    x_tr, y_tr, x_te, y_te = tensors(arrays)
+    x_tr, y_tr, x_te, y_te = model.tensors(arrays)
     n_classes = int(max(y_tr.max(), y_te.max())) + 1
     trained: dict = {}
     for path in runs:
@@ -65,9 +65,6 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
-    from workflow_scripts.ladder import data as ladder_data
-    from workflow_scripts.ladder.train import set_threads
-
     set_threads(a.threads)
     configs = {}
     for spec in a.config:

@@ -24,9 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from workflow_scripts.ladder import METHODS
 from workflow_scripts.ladder.model import ResMLP
 
-METHODS = ("bp", "fa", "dfa")
 _FEEDBACK_STREAM, _SHUFFLE_STREAM = 1, 2
 
 

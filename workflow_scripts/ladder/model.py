@@ -1,9 +1,21 @@
-"""ResMLP: embedding -> L pre-LN residual MLP blocks -> out_ln -> out_head."""
+"""ResMLP: embedding -> L pre-LN residual MLP blocks -> out_ln -> out_head; and a dataset's
+arrays as the model's input tensors."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from workflow_scripts.ladder import data as ladder_data
+
+
+def tensors(arrays, device="cpu"):
+    """Standardised float32 inputs and int64 labels as torch tensors on `device`:
+    (x_train, y_train, x_test, y_test)."""
+    x_tr, x_te = ladder_data.standardize(arrays)
+    as_t = lambda a, dt: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
+    return (as_t(x_tr, torch.float32), as_t(arrays["y_train"], torch.int64),
+            as_t(x_te, torch.float32), as_t(arrays["y_test"], torch.int64))
 
 
 class Block(nn.Module):

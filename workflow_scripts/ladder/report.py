@@ -13,7 +13,7 @@ import json
 
 import pandas as pd
 
-from workflow_scripts.contracts import atomic_path, write_text
+from workflow_scripts.core.contracts import atomic_path, write_text
 
 LABELS = {"bp": "BP", "fa": "FA", "dfa": "DFA"}
 COLORS = {"bp": "C0", "fa": "C1", "dfa": "C2"}

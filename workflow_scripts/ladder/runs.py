@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workflow_scripts.contracts import DataError, atomic_path
+from workflow_scripts.core.contracts import DataError, atomic_path
 
 COLUMNS = ("example_id", "label", "pred", "correct", "config", "method", "k", "seed", "kind")
 META_KEY = b"depthlab.ladder"

@@ -8,7 +8,11 @@
 - crosscheck: BP's ladder k=0 / k=L against the standalone frozen / full runs, per seed.
 
 CLI: python -m workflow_scripts.ladder.stats --runs R.parquet ... --standalone S.parquet ... \
-        --table T.parquet --comparisons C.parquet --crosscheck X.parquet [--nboot 2000 ...]
+        --table T.parquet --comparisons C.parquet --crosscheck X.parquet \
+        [--settings-json '{"nboot": 2000, "ci": 0.95, "seed": 0}'] [--threads 2]
+--settings-json is core/settings.py's LadderStats; absent keys take
+config/ladder.schema.yaml's defaults. --threads only sets how many groups of bootstrap
+samples are computed at once (default: usable CPUs), never the numbers.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from workflow_scripts import multibootstrap as mb
-from workflow_scripts.contracts import DataError, write_parquet
+from workflow_scripts.core import multibootstrap as mb
+from workflow_scripts.core.contracts import DataError, write_parquet
+from workflow_scripts.core.settings import LadderStats
+from workflow_scripts.ladder import METHODS
 from workflow_scripts.ladder.runs import read_run
 
 KEYS = ["config", "method", "k"]
-METHOD_ORDER = {"bp": 0, "fa": 1, "dfa": 2}
+METHOD_ORDER = {m: i for i, m in enumerate(METHODS)}
 
 
 def collect(paths) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -50,13 +56,14 @@ def _order(df: pd.DataFrame, by: str) -> pd.DataFrame:
             .sort_values(["config", "_m", by]).drop(columns="_m").reset_index(drop=True))
 
 
-def ladder_table(rows, metas, *, nboot: int, ci: float, seed: int) -> pd.DataFrame:
+def ladder_table(rows, metas, *, nboot: int, ci: float, seed: int,
+                 threads: int | None = None) -> pd.DataFrame:
     out = []
     for (config, method, k), grp in rows.groupby(KEYS, sort=False):
         x, seeds = scores(grp)
         acc = x.mean(1)
         meta = metas[(metas.config == config) & (metas.method == method) & (metas.k == k)]
-        r = mb.bootstrap_mean(x, nboot=nboot, ci=ci, seed=seed)
+        r = mb.bootstrap_mean(x, nboot=nboot, ci=ci, seed=seed, threads=threads)
         out.append({
             "config": config, "method": method, "k": int(k), "blocks": int(meta.blocks.iloc[0]),
             "n_seeds": len(seeds), "seeds": ",".join(map(str, seeds)), "n_examples": x.shape[1],
@@ -69,7 +76,8 @@ def ladder_table(rows, metas, *, nboot: int, ci: float, seed: int) -> pd.DataFra
     return _order(pd.DataFrame(out), "k")
 
 
-def comparisons(rows, metas, *, nboot: int, ci: float, seed: int) -> pd.DataFrame:
+def comparisons(rows, metas, *, nboot: int, ci: float, seed: int,
+                threads: int | None = None) -> pd.DataFrame:
     out = []
     for (config, method), grp in rows.groupby(["config", "method"], sort=False):
         blocks = int(metas[metas.config == config].blocks.iloc[0])
@@ -80,7 +88,7 @@ def comparisons(rows, metas, *, nboot: int, ci: float, seed: int) -> pd.DataFram
         for k in sorted(set(grp.k) - {0}):
             b, seeds_b = scores(grp[grp.k == k])
             r = mb.compare(a, b, design="paired", nboot=nboot, ci=ci, seed=seed,
-                           seeds_a=seeds_a, seeds_b=seeds_b)
+                           seeds_a=seeds_a, seeds_b=seeds_b, threads=threads)
             out.append({
                 "config": config, "method": method, "blocks": blocks, "k_a": 0, "k_b": int(k),
                 "contrast": f"k={k} vs k=0", "full": int(k) == blocks,
@@ -118,15 +126,17 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m workflow_scripts.ladder.stats")
     p.add_argument("--runs", nargs="+", required=True)
     p.add_argument("--standalone", nargs="*", default=[])
-    p.add_argument("--nboot", type=int, default=2000)
-    p.add_argument("--ci", type=float, default=0.95)
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--settings-json", default="{}",
+                   help="core/settings.py LadderStats as JSON; absent keys take "
+                        "config/ladder.schema.yaml's defaults")
+    p.add_argument("--threads", type=int, help="bootstrap threads (default: usable CPUs)")
     p.add_argument("--table", required=True)
     p.add_argument("--comparisons", required=True)
     p.add_argument("--crosscheck", required=True)
     a = p.parse_args(argv)
+    settings = LadderStats.from_json(a.settings_json)
     rows, metas = collect(a.runs)
-    opts = dict(nboot=a.nboot, ci=a.ci, seed=a.seed)
+    opts = dict(nboot=settings.nboot, ci=settings.ci, seed=settings.seed, threads=a.threads)
     table = ladder_table(rows, metas, **opts)
     write_parquet(a.table, table)
     write_parquet(a.comparisons, comparisons(rows, metas, **opts))

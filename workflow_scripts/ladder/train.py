@@ -7,45 +7,32 @@ embedding + out_ln + out_head trained) and "full" (everything trained). BP at k=
 must agree with them.
 
 CLI: python -m workflow_scripts.ladder.train ladder --data D.npz --config NAME --d 32 \
-        --blocks 4 --method bp --k 2 --seeds 42 123 --epochs 40 --out R42.parquet R123.parquet
+        --blocks 4 --method bp --k 2 --seeds 42 123 --settings-json '{"epochs": 40}' \
+        [--threads 1] --out R42.parquet R123.parquet
      python -m workflow_scripts.ladder.train standalone --kind frozen|full ... \
         --seeds 42 123 --out S42.parquet S123.parquet   (no --method/--k)
+--settings-json is core/settings.py's LadderTrain (epochs, batch_size, lr, weight_decay,
+device); absent keys take config/ladder.schema.yaml's defaults (epochs has none).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import time
 
 import torch
 import torch.nn.functional as F
 
+from workflow_scripts.core.runtime import set_threads
+from workflow_scripts.core.settings import LadderTrain
+from workflow_scripts.ladder import KINDS, METHODS, methods, model, runs
 from workflow_scripts.ladder import data as ladder_data
-from workflow_scripts.ladder import methods, model, runs
-
-KINDS = ("frozen", "full")
-
-
-def set_threads(threads: int) -> None:
-    """Before any torch work: two jobs with default threads oversubscribe small machines."""
-    torch.set_num_threads(threads)
-    with contextlib.suppress(RuntimeError):  # already set in this process (tests)
-        torch.set_num_interop_threads(1)
 
 
 def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return device
-
-
-def tensors(arrays, device="cpu"):
-    """Standardised float32 inputs and int64 labels as torch tensors on `device`."""
-    x_tr, x_te = ladder_data.standardize(arrays)
-    as_t = lambda a, dt: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
-    return (as_t(x_tr, torch.float32), as_t(arrays["y_train"], torch.int64),
-            as_t(x_te, torch.float32), as_t(arrays["y_test"], torch.int64))
 
 
 def steps_per_epoch(n: int, batch_size: int) -> int:
@@ -94,13 +81,14 @@ class Plain:
         return float(loss.detach())
 
 
-def run(arrays, *, d: int, blocks: int, seed: int, epochs: int, batch_size: int = 128,
-        lr: float = 1e-3, weight_decay: float = 0.01, method: str | None = None,
-        k: int | None = None, kind: str = "ladder", device: str = "cpu") -> dict:
+def run(arrays, settings: LadderTrain, *, d: int, blocks: int, seed: int,
+        method: str | None = None, k: int | None = None, kind: str = "ladder") -> dict:
     """Train one model; returns labels, preds and a summary. kind="ladder" needs method and
     k; kind="frozen"/"full" is the standalone path (BP)."""
-    device = resolve_device(device)
-    x_tr, y_tr, x_te, y_te = tensors(arrays, device)
+    epochs, batch_size = settings.epochs, settings.batch_size
+    lr, weight_decay = settings.lr, settings.weight_decay
+    device = resolve_device(settings.device)
+    x_tr, y_tr, x_te, y_te = model.tensors(arrays, device)
     n_classes = int(max(y_tr.max(), y_te.max())) + 1
     net = model.build(x_tr.shape[1], d, blocks, n_classes, seed).to(device)
     total = epochs * steps_per_epoch(len(y_tr), batch_size)
@@ -137,34 +125,31 @@ def main(argv=None) -> None:
         q.add_argument("--config", required=True, help="config name, recorded in the output")
         q.add_argument("--d", type=int, required=True)
         q.add_argument("--blocks", type=int, required=True, help="L")
-        q.add_argument("--epochs", type=int, required=True)
-        q.add_argument("--batch-size", type=int, default=128)
-        q.add_argument("--lr", type=float, default=1e-3)
-        q.add_argument("--weight-decay", type=float, default=0.01)
-        q.add_argument("--threads", type=int, default=1)
-        q.add_argument("--device", default="cpu", help="cpu, cuda or auto")
         if name == "ladder":
-            q.add_argument("--method", required=True, choices=methods.METHODS)
+            q.add_argument("--method", required=True, choices=METHODS)
             q.add_argument("--k", type=int, required=True)
         else:
             q.add_argument("--kind", required=True, choices=KINDS)
         # several seeds per process when runs are cheap and imports are not
         q.add_argument("--seeds", type=int, nargs="+", required=True)
+        q.add_argument("--settings-json", default="{}",
+                       help="core/settings.py LadderTrain as JSON; absent keys take "
+                            "config/ladder.schema.yaml's defaults")
+        q.add_argument("--threads", type=int, default=1)
         q.add_argument("--out", nargs="+", required=True, help="one file per seed")
     a = p.parse_args(argv)
     if len(a.out) != len(a.seeds):
         p.error(f"{len(a.seeds)} seeds but {len(a.out)} --out files")
+    settings = LadderTrain.from_json(a.settings_json)
     set_threads(a.threads)
     if a.cmd == "ladder":
-        jobs = [("ladder", a.method, a.k, s, o) for s, o in zip(a.seeds, a.out, strict=True)]
+        kind, method, k = "ladder", a.method, a.k
     else:
-        k = 0 if a.kind == "frozen" else a.blocks
-        jobs = [(a.kind, "bp", k, s, o) for s, o in zip(a.seeds, a.out, strict=True)]
+        kind, method, k = a.kind, "bp", 0 if a.kind == "frozen" else a.blocks
     arrays = ladder_data.load(a.data)
-    for kind, method, k, seed, out in jobs:
-        res = run(arrays, d=a.d, blocks=a.blocks, seed=seed, epochs=a.epochs,
-                  batch_size=a.batch_size, lr=a.lr, weight_decay=a.weight_decay,
-                  method=method, k=k, kind=kind, device=a.device)
+    for seed, out in zip(a.seeds, a.out, strict=True):
+        res = run(arrays, settings, d=a.d, blocks=a.blocks, seed=seed, method=method, k=k,
+                  kind=kind)
         keys = {"config": a.config, "method": method, "k": k, "seed": seed, "kind": kind}
         runs.write_run(out, labels=res["labels"], preds=res["preds"], keys=keys,
                        meta=res["summary"])

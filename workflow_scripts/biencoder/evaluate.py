@@ -23,15 +23,16 @@ docs/evaluation.md). Deliberate choices:
 - Identical ids: BEIR's dense exact search always drops a retrieved document whose id
   equals the query id (for ArguAna and Quora, where a query is also a corpus entry). The
   workflow does not by default: its generated benchmarks use distinct ids ("q-..",
-  "d-.."), and a coincidental shared id must not hide a document. `--ignore-identical-ids`
-  does what BEIR does, for data that needs it; without it a warning counts such queries.
+  "d-.."), and a coincidental shared id must not hide a document. The dataset setting
+  `ignore_identical_ids` does what BEIR does, for data that needs it; without it a warning
+  counts such queries.
 - MRR: BEIR's own MRR@k (custom_metrics.mrr) sorts by score only, so tied scores keep its
   heap's order; it equals ours except when a relevant document ties another within the
   top 10.
 
-CLI: python -m workflow_scripts.evaluate (--model DIR | --base SPEC --strategy S --depth N) \
-        --benchmark-dir data/beir/X --benchmark X --recipe R --seed S --out FILE.parquet \
-        [--ignore-identical-ids]
+CLI: python -m workflow_scripts.biencoder.evaluate (--model DIR | --base SPEC) --strategy S \
+        --depth N --benchmark-dir data/beir/X --benchmark X --recipe R --seed S \
+        --settings-json '{"top_k": 100, ...}' --out FILE.parquet
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from workflow_scripts import contracts
+from workflow_scripts.core import contracts
+from workflow_scripts.core.settings import Evaluate
 
 # trec_eval measures behind the contract's metric names.
 TREC_MEASURES = {"ndcg_cut.10": "ndcg@10", "recall.100": "recall@100",
@@ -226,7 +228,7 @@ def evaluate_embeddings(query_emb, doc_emb, query_ids, doc_ids, qrels: dict, *,
     if not ignore_identical_ids and (same >= 0).any():
         print(f"warning: {(same >= 0).sum()} of {len(query_ids)} query ids are also "
               "document ids; BEIR's exact search drops such a document from its query's "
-              "results (--ignore-identical-ids does the same), this run keeps it",
+              "results (ignore_identical_ids: true does the same), this run keeps it",
               file=sys.stderr)
     tie_rank = id_ranks(doc_ids)
     scores, idx = search(query_emb, doc_emb, top_k, tie_rank=tie_rank,
@@ -241,7 +243,7 @@ def evaluate_embeddings(query_emb, doc_emb, query_ids, doc_ids, qrels: dict, *,
 def evaluate_model(encoder, benchmark_dir, *, top_k: int = 100, batch_size: int = 64,
                    ignore_identical_ids: bool = False) -> tuple[pd.DataFrame, dict]:
     """Per-query metrics of `encoder` (anything with encode(texts, batch_size=...) returning
-    an array, e.g. workflow_scripts.encoder's) on a BEIR folder, and timings."""
+    an array, e.g. workflow_scripts.biencoder.encoder's) on a BEIR folder, and timings."""
     corpus, queries, qrels = contracts.load_beir(benchmark_dir)
     t0 = time.perf_counter()
     q_emb = encoder.encode(list(queries.values()), batch_size=batch_size,
@@ -261,35 +263,31 @@ def main(argv=None) -> None:
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", help="a trained sentence-transformers folder")
     src.add_argument("--base", help="an untrained base model spec (with --depth)")
-    ap.add_argument("--strategy", default="top")
+    ap.add_argument("--strategy", required=True)
     ap.add_argument("--depth", type=int, required=True)
     ap.add_argument("--benchmark-dir", required=True)
     ap.add_argument("--benchmark", required=True)
     ap.add_argument("--recipe", required=True)
     ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--top-k", type=int, default=100,
-                    help=f"documents retrieved per query (at least {MIN_TOP_K})")
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--max-seq-length", type=int, default=128)
+    ap.add_argument("--settings-json", default="{}",
+                    help="core/settings.py Evaluate as JSON (top_k, batch_size, "
+                         "max_seq_length, ignore_identical_ids); absent keys take "
+                         "config/schema.yaml's defaults")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--ignore-identical-ids", action="store_true",
-                    help="drop a retrieved document whose id equals the query id, as BEIR "
-                         "does (for ArguAna/Quora-style data); off by default")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    if a.top_k < MIN_TOP_K:
-        ap.error(f"--top-k {a.top_k}: must be at least {MIN_TOP_K} (recall@100, map@100)")
+    s = Evaluate.from_json(a.settings_json)
 
-    from workflow_scripts.encoder import load_encoder
-    from workflow_scripts.models import set_threads
+    from workflow_scripts.biencoder.encoder import load_encoder
+    from workflow_scripts.core.runtime import set_threads
 
     set_threads(a.threads)
-    encoder = (load_encoder(a.model, max_seq_length=a.max_seq_length) if a.model
+    encoder = (load_encoder(a.model, max_seq_length=s.max_seq_length) if a.model
                else load_encoder(a.base, depth=a.depth, strategy=a.strategy,
-                                 max_seq_length=a.max_seq_length))
-    df, timing = evaluate_model(encoder, a.benchmark_dir, top_k=a.top_k,
-                                batch_size=a.batch_size,
-                                ignore_identical_ids=a.ignore_identical_ids)
+                                 max_seq_length=s.max_seq_length))
+    df, timing = evaluate_model(encoder, a.benchmark_dir, top_k=s.top_k,
+                                batch_size=s.batch_size,
+                                ignore_identical_ids=s.ignore_identical_ids)
     for key, value in (("recipe", a.recipe), ("strategy", a.strategy), ("depth", a.depth),
                        ("seed", a.seed), ("benchmark", a.benchmark)):
         df[key] = value

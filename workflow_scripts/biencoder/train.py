@@ -4,18 +4,22 @@ sentence-transformers' SentenceTransformerTrainer with MultipleNegativesRankingL
 (query, positive, negative) triples, NO_DUPLICATES batches (a duplicate text in a batch
 would be a false in-batch negative). The final model is saved as safetensors.
 
-CLI: python -m workflow_scripts.train --base SPEC --strategy top --depth 3 --seed 42 \
-        --recipe-json '{...}' --triples data/train/X.parquet --out checkpoints/...
+CLI: python -m workflow_scripts.biencoder.train --base SPEC --strategy top --depth 3 --seed 42 \
+        --settings-json '{...}' --triples data/train/X.parquet --out checkpoints/... \
+        [--checkpoint-every N]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
 
-from workflow_scripts import contracts
+from workflow_scripts.core import contracts
+from workflow_scripts.core.runtime import set_threads
+from workflow_scripts.core.settings import Train
 
 TRIPLE_COLUMNS = ("query", "positive", "negative")
 
@@ -51,29 +55,15 @@ def last_checkpoint(state_dir) -> Path | None:
     return max(done, key=lambda p: int(p.name.split("-")[1]), default=None)
 
 
-def _step_delay_callback():
-    """Test hook: DEPTHLAB_TEST_STEP_DELAY=seconds slows every step so that a test can kill
-    the job mid-run (tiny models train too fast to catch otherwise)."""
-    import os
-
-    from transformers import TrainerCallback
-
-    delay = float(os.environ.get("DEPTHLAB_TEST_STEP_DELAY", "0"))
-
-    class StepDelay(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            time.sleep(delay)
-
-    return [StepDelay()] if delay > 0 else []
-
-
-def train(*, base: str, strategy: str, depth: int, seed: int, recipe: dict, triples,
-          out_dir, threads: int = 1, max_seq_length: int = 128, state_dir=None) -> dict:
+def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, triples,
+          out_dir, threads: int = 1, checkpoint_every: int = 0, state_dir=None,
+          callbacks=()) -> dict:
     """Train and save the model to `out_dir` (atomically); return a training summary.
 
-    With recipe["checkpoint_every"] = K > 0 the trainer state is saved every K steps in
-    `state_dir` (default: OUT_DIR.trainer, the last 2 kept); a rerun after a crash resumes
-    from the newest complete one, and the state is removed once the model is saved."""
+    With checkpoint_every = K > 0 the trainer state is saved every K steps in `state_dir`
+    (default: OUT_DIR.trainer, the last 2 kept); a rerun after a crash resumes from the
+    newest complete one, and the state is removed once the model is saved. Checkpointing
+    does not change the model. `callbacks`: extra transformers TrainerCallbacks."""
     import shutil
 
     import torch
@@ -85,31 +75,31 @@ def train(*, base: str, strategy: str, depth: int, seed: int, recipe: dict, trip
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-    from workflow_scripts.models import freeze_all_but_last, load_truncated, set_threads
+    from workflow_scripts.biencoder.models import freeze_all_but_last, load_truncated
 
     set_threads(threads)
     torch.manual_seed(seed)
-    device, precision_args = device_and_precision(recipe.get("precision", "fp32"))
+    device, precision_args = device_and_precision(settings.precision)
     model = load_truncated(base, strategy, depth, device=device)
     if strategy == "freeze":
         freeze_all_but_last(model, depth)
-    model.max_seq_length = max_seq_length
+    model.max_seq_length = settings.max_seq_length
     df = load_triples(triples)
     dataset = Dataset.from_pandas(df, preserve_index=False)
-    loss = MultipleNegativesRankingLoss(model, scale=recipe.get("scale", 20.0))
-    steps = int(recipe["steps"])
-    every = int(recipe.get("checkpoint_every", 0))
+    loss = MultipleNegativesRankingLoss(model, scale=settings.scale)
+    steps = settings.steps
+    every = int(checkpoint_every)
     state_dir = Path(state_dir or f"{Path(out_dir)}.trainer")
     resume = last_checkpoint(state_dir) if every else None
     t0 = time.perf_counter()
     args = SentenceTransformerTrainingArguments(
         output_dir=str(state_dir),
         max_steps=steps,
-        per_device_train_batch_size=int(recipe["batch_size"]),
-        learning_rate=float(recipe["lr"]),
-        warmup_steps=int(recipe.get("warmup", 0)),
-        weight_decay=float(recipe.get("weight_decay", 0.01)),
-        lr_scheduler_type=recipe.get("scheduler", "linear"),
+        per_device_train_batch_size=settings.batch_size,
+        learning_rate=float(settings.lr),
+        warmup_steps=settings.warmup,
+        weight_decay=float(settings.weight_decay),
+        lr_scheduler_type=settings.scheduler,
         seed=seed,
         batch_sampler=BatchSamplers.NO_DUPLICATES,
         save_strategy="steps" if every else "no",
@@ -122,15 +112,15 @@ def train(*, base: str, strategy: str, depth: int, seed: int, recipe: dict, trip
         **precision_args,
     )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
-                                         loss=loss, callbacks=_step_delay_callback())
+                                         loss=loss, callbacks=list(callbacks))
     if resume:
         print(f"resuming from {resume}", flush=True)
     result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     history = [h for h in trainer.state.log_history if "loss" in h]
     seconds = time.perf_counter() - t0
     summary = {
-        "base": base, "strategy": strategy, "depth": depth, "seed": seed, "recipe": recipe,
-        "device": device, "threads": threads, "max_seq_length": max_seq_length,
+        "base": base, "strategy": strategy, "depth": depth, "seed": seed,
+        "settings": dataclasses.asdict(settings), "device": device, "threads": threads,
         "steps": steps, "train_seconds": round(seconds, 3),
         "resumed_from": str(resume) if resume else None,
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
@@ -147,20 +137,24 @@ def train(*, base: str, strategy: str, depth: int, seed: int, recipe: dict, trip
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Train one truncated bi-encoder with MNRL.")
-    ap.add_argument("--base", required=True, help="model spec (see workflow_scripts.models)")
-    ap.add_argument("--strategy", default="top")
+    ap.add_argument("--base", required=True, help="model spec (see biencoder/models.py)")
+    ap.add_argument("--strategy", required=True)
     ap.add_argument("--depth", type=int, required=True)
     ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--recipe-json", required=True, help="the recipe's config entry as JSON")
+    ap.add_argument("--settings-json", default="{}",
+                    help="recipe settings as JSON (core/settings.py Train; absent keys take "
+                         "config/schema.yaml's defaults)")
     ap.add_argument("--triples", required=True)
-    ap.add_argument("--max-seq-length", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--checkpoint-every", type=int, default=0,
+                    help="save resumable trainer state every N steps (0: never)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--state-dir", help="resumable trainer state (default: OUT.trainer)")
     a = ap.parse_args(argv)
     summary = train(base=a.base, strategy=a.strategy, depth=a.depth, seed=a.seed,
-                    recipe=json.loads(a.recipe_json), triples=a.triples, out_dir=Path(a.out),
-                    threads=a.threads, max_seq_length=a.max_seq_length, state_dir=a.state_dir)
+                    settings=Train.from_json(a.settings_json), triples=a.triples,
+                    out_dir=Path(a.out), threads=a.threads,
+                    checkpoint_every=a.checkpoint_every, state_dir=a.state_dir)
     print(f"{a.out}: {summary['steps']} steps in {summary['train_seconds']:.1f} s, "
           f"final loss {summary['final_loss']:.4f}")
 

@@ -1,21 +1,28 @@
-"""Report stage: results/RESULTS.md, every number generated from the stats and latency
-outputs (nothing typed in by hand).
+"""Report stage: results/RESULTS.md, every number generated from the workflow's outputs
+(nothing typed in by hand): the stats tables, the latency summary, canonical ladder and
+coherence document, and the per-rule usage table. It reads those artifacts only, never
+another stage's code.
 
-CLI: python -m workflow_scripts.report --stats-dir results/stats --latency FILE \
-        --cards data/.../DATACARD.md ... [--extra results/ladder/summary.md] --out FILE
+CLI: python -m workflow_scripts.biencoder.report --stats-dir results/stats
+        [--latency-summary results/latency/summary.parquet
+         --latency-ladder results/latency/ladder.parquet
+         [--latency-coherence results/latency/coherence.json]]
+        [--usage results/usage.parquet] [--cards data/.../DATACARD.md ...]
+        [--extra results/ladder/summary.md ...] --out results/RESULTS.md
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from workflow_scripts import contracts
-
-BASE, ALL = "base", "all"
+from workflow_scripts.core import contracts
+from workflow_scripts.core.contracts import ALL
 
 
 def fmt(x, digits: int = 4) -> str:
@@ -54,22 +61,23 @@ def ci_section(ci: pd.DataFrame) -> str:
     seeds = ci[ci.benchmark == (ALL if ALL in set(ci.benchmark) else ci.benchmark.iloc[0])]
     wide = wide.merge(seeds[["recipe", "strategy", "depth", "n_seeds", "seed_std", "resample"]],
                       on=["recipe", "strategy", "depth"])
-    return (f"## Mean {metric} with 95% Multi-Bootstrap CI\n\n"
+    return (f"## Mean {metric} with {contracts.ci_level(ci)} Multi-Bootstrap CI\n\n"
             f"Resampled over seeds × queries (queries within each benchmark; `{ALL}` is the "
             "unweighted mean of the benchmarks). `seed_std` is the ddof-1 standard deviation "
             "of the per-seed means. One-seed rows (the untrained base) resample queries only."
             f"\n\n{md_table(wide)}\n")
 
 
-def _comparison_rows(comp: pd.DataFrame, kind: str) -> pd.DataFrame:
+def _comparison_rows(comp: pd.DataFrame, kind: str, delta: str) -> pd.DataFrame:
     c = comp[comp.kind == kind].copy()
-    c["delta [95% CI]"] = [interval(r.estimate, r.ci_low, r.ci_high) for r in c.itertuples()]
+    c[delta] = [interval(r.estimate, r.ci_low, r.ci_high) for r in c.itertuples()]
     c["p"] = [p_fmt(p) for p in c.p_value]
     return c
 
 
 def comparison_section(comp: pd.DataFrame) -> str:
     metric = comp["metric"].iloc[0]
+    delta = f"delta [{contracts.ci_level(comp)} CI]"
     out = [f"## Comparisons of {metric} (δ = b − a)\n"]
     titles = {
         "trained_vs_base": ("Training vs the untrained truncated base",
@@ -84,11 +92,11 @@ def comparison_section(comp: pd.DataFrame) -> str:
                    "seed, else unpaired; p two-sided."),
     }
     for kind, (title, note) in titles.items():
-        c = _comparison_rows(comp, kind)
+        c = _comparison_rows(comp, kind, delta)
         if c.empty:
             continue
         joint = c[c.epsilon.notna()] if "epsilon" in c else c
-        cols = ["a", "b", "benchmark", "design", "resample", "delta [95% CI]", "p"]
+        cols = ["a", "b", "benchmark", "design", "resample", delta, "p"]
         if kind != "trained_vs_base":
             joint = joint.assign(**{"equivalent (ε)": [
                 f"{fmt(bool(e))} ({eps:g}, p={p_fmt(p)})" for e, eps, p in
@@ -110,7 +118,9 @@ def comparison_section(comp: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame) -> str:
+def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame,
+                     level: str) -> str:
+    """`level`: the CI level of the seed plan's half-width (the plan's own `ci` column wins)."""
     out = []
     if not var.empty:
         v = var[var.benchmark == ALL] if ALL in set(var.benchmark) else var
@@ -121,7 +131,8 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame)
                           "share_seeds", "share_examples", "share_interaction"]], 3) + "\n")
     if not plan.empty:
         out.append("## Seeds needed\n\nFrom the variance components of each [seeds × queries] "
-                   "matrix: seeds for a 95% CI half-width of "
+                   f"matrix: seeds for a {contracts.ci_level(plan) if 'ci' in plan else level} CI "
+                   "half-width of "
                    f"{plan.target_half_width.iloc[0]:g}, and per arm to detect "
                    f"δ = {plan.target_delta.iloc[0]:g} with 80% power (α = 0.05).\n\n" + md_table(
                        plan[["recipe", "strategy", "depth", "benchmark", "n_seeds",
@@ -152,42 +163,47 @@ def _latency_setup(summary: pd.DataFrame) -> str:
     return ", ".join(parts)
 
 
-def latency_section(summary: pd.DataFrame) -> str:
-    """The canonical latency ladder (median over the coherent runs of each run's p50), every
-    run's coherence verdict and the incoherent runs with their failed checks."""
-    from workflow_scripts.coherence import canonical_ladder, linear_fit
+def ladder_fit(ladder: pd.DataFrame) -> dict:
+    """Least squares p50 = a + b * n over the canonical ladder, as the latency summary
+    writes it to coherence.json's canonical_ladder.fit (for a report without that file)."""
+    n, y = ladder["depth"].to_numpy(float), ladder["p50_ms"].to_numpy(float)
+    b, a = np.polyfit(n, y, 1)
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    r2 = 1.0 - float(np.sum((y - (a + b * n)) ** 2)) / ss_tot if ss_tot > 0 else float("nan")
+    return {"a_ms": float(a), "b_ms_per_layer": float(b), "r2": r2}
 
+
+def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | None = None) -> str:
+    """The canonical latency ladder (results/latency/ladder.parquet: per depth the median
+    over the coherent runs of each run's p50), its line fit (`fit`: coherence.json's
+    canonical_ladder.fit; None: fitted here), every run's coherence verdict and the
+    incoherent runs with their failed checks (results/latency/summary.parquet)."""
     head = ("## Latency ladder\n\nEncode latency of one fixed pre-tokenized batch"
             + (f" ({_latency_setup(summary)})" if len(summary) else "")
             + ", all depths in one process per run, depths visited in a fresh random order "
             "every round.")
     wide = summary.pivot(index="run", columns="depth", values="p50_ms").sort_index()
     depths = wide.columns.to_numpy()
-    if "coherent" not in summary:  # a summary from before the coherence check
-        ladder = pd.DataFrame({"depth": depths, "p50_ms": wide.median().to_numpy(),
-                               "runs": len(wide)})
-        return (head + " Coherence not checked: median over all runs of each run's p50."
-                "\n\n" + md_table(ladder, 2) + "\n")
     per_run = summary.groupby("run").first()
     coherent = per_run.loc[wide.index, "coherent"].astype(bool).to_numpy()
-    p50, used = canonical_ladder(depths, wide.to_numpy(), coherent)
-    ladder = pd.DataFrame({"depth": depths.astype(int), "p50_ms": p50,
-                           "runs used": used.astype(int)})
+    ladder = ladder.sort_values("depth").reset_index(drop=True)
+    table = pd.DataFrame({"depth": ladder["depth"].astype(int), "p50_ms": ladder["p50_ms"],
+                          "runs used": ladder["runs_used"].astype(int)})
     for col, name in (("encode_p50_ms", "encode() p50_ms"),
                       ("tokenize_p50_ms", "tokenization p50_ms")):
-        if col in summary:
-            sub = summary[summary.run.isin(wide.index[coherent])].groupby("depth")[col]
-            ladder[name] = ladder.depth.map(sub.median()).astype(float)
+        if col in ladder:
+            table[name] = ladder[col].astype(float)
     out = [head + " Every run's ladder is checked for physical coherence (monotone, linear, "
            "constant per-layer slope, leave-one-out prediction, timers agree, stable; "
            "`results/latency/coherence.json` holds each check's value). The canonical "
            "ladder is, per depth, the median over the coherent runs only of each run's p50 "
            "(ms per batch of model calls; `encode()` adds tokenization).\n"]
-    if coherent.any():
-        out.append(md_table(ladder, 2) + "\n")
-        if len(depths) >= 2:
-            a, b, r2 = linear_fit(depths, p50)
-            out.append(f"Fit: p50 ≈ {a:.2f} + {b:.2f} × n_layers ms (R² {r2:.4f}).\n")
+    if ladder["coherent"].any():
+        out.append(md_table(table, 2) + "\n")
+        if len(ladder) >= 2:
+            f = fit or ladder_fit(ladder)
+            out.append(f"Fit: p50 ≈ {f['a_ms']:.2f} + {f['b_ms_per_layer']:.2f} × n_layers ms "
+                       f"(R² {f['r2']:.4f}).\n")
     else:
         out.append("**No profiling run passed the coherence check: there is no canonical "
                    "latency ladder.** The Pareto figure shows the median of all runs, "
@@ -216,18 +232,46 @@ def latency_section(summary: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def build(stats_dir, latency=None, cards=(), extras=(), title="depthlab results") -> str:
-    d = Path(stats_dir)
-    tables = {n: pd.read_parquet(d / f"{n}.parquet") for n in
+def usage_section(usage: pd.DataFrame) -> str:
+    """results/usage.parquet: Snakemake's benchmark of every job, summed per rule."""
+    return ("## Measured time and memory per rule\n\nFrom Snakemake's per-job benchmark files "
+            "(`benchmark:`), per rule: totals over its jobs, and its largest job's wall time "
+            "(`seconds_max`) and peak memory (`max_rss_mb`); to size a cluster profile, give "
+            "each rule's jobs a `mem_mb` above its `max_rss_mb` and a `runtime` (minutes) "
+            "above its `seconds_max` / 60, with headroom (e.g. 1.5×) for larger inputs and "
+            "slower nodes.\n\n" + md_table(usage[list(contracts.USAGE_COLUMNS)], 1) + "\n")
+
+
+def read_fit(coherence_json) -> dict | None:
+    """coherence.json's canonical_ladder.fit (None when it has none: no coherent run)."""
+    doc = json.loads(Path(coherence_json).read_text(encoding="utf-8"))
+    return doc.get("canonical_ladder", {}).get("fit")
+
+
+def build(stats_dir, latency_summary=None, latency_ladder=None, latency_coherence=None,
+          usage=None, cards=(), extras=(), title="depthlab results") -> str:
+    """RESULTS.md from the artifacts' paths; the latency section needs the summary and the
+    ladder (the coherence document is optional: without it the fit is computed here)."""
+    if (latency_summary is None) != (latency_ladder is None):
+        raise ValueError("the latency section needs both the latency summary and the ladder")
+    tables = {n: contracts.read_stats(stats_dir, n) for n in
               ("ci", "comparisons", "variance", "seeds_needed", "agreement")}
+    level = contracts.ci_level(tables["ci"])
     parts = [f"# {title}\n",
              "Generated by the workflow (`snakemake results/RESULTS.md`); do not edit.\n",
              ci_section(tables["ci"]), comparison_section(tables["comparisons"]),
-             variance_section(tables["variance"], tables["seeds_needed"], tables["agreement"])]
-    if latency:
-        parts.append(latency_section(pd.read_parquet(latency)))
+             variance_section(tables["variance"], tables["seeds_needed"], tables["agreement"],
+                              level)]
+    if latency_summary:
+        fit = read_fit(latency_coherence) if latency_coherence else None
+        parts.append(latency_section(pd.read_parquet(latency_summary),
+                                     pd.read_parquet(latency_ladder), fit))
     for extra in extras:
         parts.append(Path(extra).read_text(encoding="utf-8"))
+    if usage:
+        use = contracts.read_usage(usage)
+        if len(use):
+            parts.append(usage_section(use))
     if cards:
         parts.append("## Data\n")
         for card in cards:
@@ -239,12 +283,20 @@ def build(stats_dir, latency=None, cards=(), extras=(), title="depthlab results"
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Write results/RESULTS.md.")
     ap.add_argument("--stats-dir", required=True)
-    ap.add_argument("--latency")
+    ap.add_argument("--latency-summary", help="results/latency/summary.parquet")
+    ap.add_argument("--latency-ladder", help="results/latency/ladder.parquet")
+    ap.add_argument("--latency-coherence", help="results/latency/coherence.json (the fit)")
+    ap.add_argument("--usage", help="results/usage.parquet (time and memory per rule)")
     ap.add_argument("--cards", nargs="*", default=[])
     ap.add_argument("--extra", nargs="*", default=[], help="markdown fragments to append")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    contracts.write_text(a.out, build(a.stats_dir, a.latency, a.cards, a.extra))
+    if (a.latency_summary is None) != (a.latency_ladder is None):
+        ap.error("--latency-summary and --latency-ladder go together")
+    if a.latency_coherence and not a.latency_summary:
+        ap.error("--latency-coherence needs --latency-summary and --latency-ladder")
+    contracts.write_text(a.out, build(a.stats_dir, a.latency_summary, a.latency_ladder,
+                                      a.latency_coherence, a.usage, a.cards, a.extra))
     print(f"wrote {a.out}")
 
 

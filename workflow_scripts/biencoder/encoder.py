@@ -149,7 +149,7 @@ def load_encoder(folder_or_spec: str, *, depth: int | None = None, strategy: str
     present (device None), else CPU."""
     import torch
 
-    from workflow_scripts.models import resolve_model_path
+    from workflow_scripts.biencoder.models import resolve_model_path
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     path = Path(resolve_model_path(folder_or_spec))
@@ -159,7 +159,7 @@ def load_encoder(folder_or_spec: str, *, depth: int | None = None, strategy: str
                                    device=device)
         except UnsupportedModel:
             pass
-    from workflow_scripts.models import load_trained, load_truncated
+    from workflow_scripts.biencoder.models import load_trained, load_truncated
 
     model = (load_truncated(folder_or_spec, strategy, depth, device=device) if depth
              else load_trained(path, device=device))

@@ -4,15 +4,12 @@ A download streams into `DEST.part`, which survives a failed attempt and is cont
 `Range: bytes=N-`; it is checksum-verified and only then renamed to DEST, so DEST is either
 absent or complete. Server errors (5xx, 429) and broken connections are retried with bounded
 exponential backoff; other 4xx fail at once. Standard library only (tqdm for a TTY);
-`contracts` (which imports pandas) is imported lazily where it is used.
-
-CLI: python -m workflow_scripts.download URL DEST [--md5 X | --sha256 X | --record PATH]
-         [--expect-lines N] [--retries N]
+`contracts` (which imports pandas) is imported lazily where it is used. The sources
+(URLs, checksums) live in the configs: config/paper.yaml, config/ladder.schema.yaml.
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import http.client
@@ -28,25 +25,6 @@ import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
-
-# BEIR zips as published by UKP; the md5s are those listed in BEIR's README/datasets table.
-BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
-BEIR_MD5 = {
-    "nfcorpus": "a89dba18a62ef92f7d323ec890a0d38d",
-    "scifact": "5f7d1de60b170fc8027bb7898e2efca1",
-    "fiqa": "17918ed23cd04fb15047f73e6c3bd9d9",
-}
-
-# No checksum is published for the triples: use fetch_recorded(); the line count is from the
-# dataset card and is checked against the recorded file.
-MSMARCO_TRIPLES_URL = (
-    "https://huggingface.co/datasets/sentence-transformers/embedding-training-data"
-    "/resolve/main/msmarco-triplets.jsonl.gz"
-)
-MSMARCO_TRIPLES_LINES = 499_184
-
-CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
-CIFAR10_MD5 = "c32a1d4ab5d03f1284b67883e8d87530"
 
 MAX_BACKOFF = 60.0  # seconds; caps both exponential backoff and Retry-After
 USER_AGENT = "depthlab-download/0.1"
@@ -66,10 +44,6 @@ class _Transient(Exception):
     def __init__(self, msg: str, retry_after: float | None = None):
         super().__init__(msg)
         self.retry_after = retry_after
-
-
-def beir_url(name: str) -> str:
-    return BEIR_URL.format(name=name)
 
 
 # ---------------------------------------------------------------------------------------
@@ -272,7 +246,8 @@ def fetch_recorded(url: str, dest, record_path, *, count_lines: bool = True,
 
     Without a record, the downloaded file is measured and the record written. With one,
     the file must have the recorded sha256 (else DownloadError with both values; the file
-    is removed). `expected_lines` (e.g. MSMARCO_TRIPLES_LINES) is checked before recording.
+    is removed). `expected_lines` (config key datasets.NAME.expect_lines) is checked
+    before recording.
     Lines of a `.gz` file are counted decompressed. `fetch_kwargs` go to fetch().
     Returns the record.
     """
@@ -298,7 +273,7 @@ def fetch_recorded(url: str, dest, record_path, *, count_lines: bool = True,
         dest.unlink()
         raise DownloadError(f"{url}: expected {expected_lines} lines, got {record['lines']} "
                             f"in {dest} (file removed)")
-    from workflow_scripts.contracts import write_json
+    from workflow_scripts.core.contracts import write_json
 
     write_json(record_path, record)
     return record
@@ -340,7 +315,7 @@ def extract_zip(zip_path, dest_dir, *, members_prefix: str | None = None) -> Pat
     With `members_prefix` (e.g. "nfcorpus/"), only members under it are extracted and the
     prefix is stripped, so nfcorpus/corpus.jsonl lands at dest_dir/corpus.jsonl.
     """
-    from workflow_scripts.contracts import atomic_dir
+    from workflow_scripts.core.contracts import atomic_dir
 
     dest_dir = Path(dest_dir)
     prefix = PurePosixPath(members_prefix.replace("\\", "/")).parts if members_prefix else ()
@@ -371,7 +346,7 @@ def extract_tar(tar_path, dest_dir) -> Path:
     Names are checked like zip members; tarfile's "data" filter also refuses links out of
     the destination, device files and unsafe modes.
     """
-    from workflow_scripts.contracts import atomic_dir
+    from workflow_scripts.core.contracts import atomic_dir
 
     dest_dir = Path(dest_dir)
     with tarfile.open(tar_path) as tf:
@@ -383,38 +358,3 @@ def extract_tar(tar_path, dest_dir) -> Path:
             except tarfile.FilterError as e:
                 raise UnsafeArchiveError(f"{tar_path}: {e}") from None
     return dest_dir
-
-
-# ---------------------------------------------------------------------------------------
-# CLI
-# ---------------------------------------------------------------------------------------
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workflow_scripts.download",
-                                description=__doc__.split("\n\n")[0])
-    p.add_argument("url")
-    p.add_argument("dest")
-    check = p.add_mutually_exclusive_group()
-    check.add_argument("--md5")
-    check.add_argument("--sha256")
-    check.add_argument("--record", metavar="PATH",
-                       help="record sha256/bytes/lines on first download, check them after")
-    p.add_argument("--expect-lines", type=int, metavar="N",
-                   help="with --record: the file must have N lines (decompressed if .gz)")
-    p.add_argument("--retries", type=int, default=5)
-    args = p.parse_args(argv)
-    if args.expect_lines is not None and not args.record:
-        p.error("--expect-lines needs --record")
-    try:
-        if args.record:
-            fetch_recorded(args.url, args.dest, args.record, expected_lines=args.expect_lines,
-                           retries=args.retries)
-        else:
-            fetch(args.url, args.dest, md5=args.md5, sha256=args.sha256, retries=args.retries)
-    except DownloadError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

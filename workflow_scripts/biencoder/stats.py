@@ -13,7 +13,8 @@ Reads every per-query evaluation parquet and writes results/stats/*.parquet:
   seeds_needed.parquet seeds for a target CI half-width and to detect a given delta
   agreement.parquet    instance-level agreement between seeds (top-1 hit; Spearman of metric)
 
-CLI: python -m workflow_scripts.stats --evals FILE... --out-dir results/stats [options]
+CLI: python -m workflow_scripts.biencoder.stats --evals FILE... --out-dir results/stats \
+        --settings-json '{"nboot": 2000, ...}' --budget-order short long --threads 2
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_scripts import contracts
-from workflow_scripts import multibootstrap as mb
+from workflow_scripts.core import contracts
+from workflow_scripts.core import multibootstrap as mb
+from workflow_scripts.core.contracts import ALL, BASE
+from workflow_scripts.core.settings import Stats
 
-ALL = "all"  # the benchmark label of the stratified aggregate
-BASE = "base"
 JOINT, SEEDS_ONLY, EXAMPLES_ONLY = ("seeds", "examples"), ("seeds",), ("examples",)
 
 
@@ -88,12 +89,13 @@ def _groups(arm_scores: dict) -> list[tuple[str, object]]:
     return groups
 
 
-def ci_table(arms: dict, *, nboot: int, ci: float, seed: int) -> pd.DataFrame:
+def ci_table(arms: dict, s: Stats, threads: int | None = None) -> pd.DataFrame:
     rows = []
     for arm in arms.values():
         resample = _axes(len(arm.seeds))[0]
         for bench, scores in _groups(arm.scores):
-            r = mb.bootstrap_mean(scores, nboot=nboot, ci=ci, seed=seed, resample=resample)
+            r = mb.bootstrap_mean(scores, nboot=s.nboot, ci=s.ci, seed=s.seed,
+                                  resample=resample, threads=threads)
             per_seed = _seed_means(scores)
             rows.append({
                 "recipe": arm.recipe, "strategy": arm.strategy, "depth": arm.depth,
@@ -141,8 +143,7 @@ def comparison_pairs(arms: dict, budget_order: list[str]) -> list[tuple[str, tup
         recipe, strategy, depth = key
         if recipe != BASE and (BASE, strategy, depth) in arms:
             pairs.append(("trained_vs_base", (BASE, strategy, depth), key))
-    recipes = sorted({k[0] for k in arms} - {BASE},
-                     key=lambda r: (budget_order.index(r) if r in budget_order else 99, r))
+    recipes = contracts.order_recipes({k[0] for k in arms}, budget_order)
     strategies = sorted({k[1] for k in arms})
     # Depth vs depth within each recipe, and within the untrained base (one model per depth:
     # paired over the same queries, examples resampled).
@@ -173,8 +174,8 @@ def design_for(a: Arm, b: Arm) -> str:
     return "unpaired"
 
 
-def compare_arms(kind: str, a: Arm, b: Arm, *, nboot: int, ci: float, seed: int,
-                 epsilon: float) -> list[dict]:
+def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None
+                 ) -> list[dict]:
     design = design_for(a, b)
     alternative = "greater" if kind == "trained_vs_base" else "two-sided"
     n_resampled = (len(b.seeds),) if design == "single-baseline" else (len(a.seeds),
@@ -183,44 +184,46 @@ def compare_arms(kind: str, a: Arm, b: Arm, *, nboot: int, ci: float, seed: int,
     rows = []
     for (bench, sa), (_, sb) in zip(_groups(a.scores), _groups(b.scores), strict=True):
         for resample in _axes(*n_resampled):
-            r = mb.compare(sa, sb, design=design, alternative=alternative, nboot=nboot, ci=ci,
-                           seed=seed, resample=resample, **seeds_kw)
+            r = mb.compare(sa, sb, design=design, alternative=alternative, nboot=s.nboot,
+                           ci=s.ci, seed=s.seed, resample=resample, threads=threads,
+                           **seeds_kw)
             row = {"kind": kind, "a": a.label, "b": b.label, "recipe_a": a.recipe,
                    "recipe_b": b.recipe, "strategy": a.strategy, "depth_a": a.depth,
                    "depth_b": b.depth, "benchmark": bench, **_row(r)}
             if resample == _axes(*n_resampled)[0]:
-                eq = mb.equivalence(sa, sb, epsilon=epsilon, design=design, nboot=nboot,
-                                    seed=seed, resample=resample, alpha=(1 - ci) / 2,
-                                    **seeds_kw)
-                row.update(epsilon=epsilon, equivalence_p=eq.p_value,
+                eq = mb.equivalence(sa, sb, epsilon=s.equivalence_epsilon, design=design,
+                                    nboot=s.nboot, seed=s.seed, resample=resample,
+                                    alpha=(1 - s.ci) / 2, threads=threads, **seeds_kw)
+                row.update(epsilon=s.equivalence_epsilon, equivalence_p=eq.p_value,
                            equivalent=eq.equivalent)
             rows.append(row)
     return rows
 
 
-def variance_table(arms: dict, *, nboot: int, seed: int) -> pd.DataFrame:
+def variance_table(arms: dict, s: Stats, threads: int | None = None) -> pd.DataFrame:
     rows = []
     for arm in arms.values():
         if len(arm.seeds) < 2:
             continue
         scores = arm.scores if len(arm.scores) > 1 else next(iter(arm.scores.values()))
-        for part in mb.variance_parts(scores, nboot=nboot, seed=seed):
+        for part in mb.variance_parts(scores, nboot=s.nboot, seed=s.seed, threads=threads):
             rows.append({"recipe": arm.recipe, "strategy": arm.strategy, "depth": arm.depth,
                          "benchmark": part.pop("group"), **part})
     return pd.DataFrame(rows)
 
 
-def seeds_needed_table(arms: dict, *, half_width: float, delta: float) -> pd.DataFrame:
+def seeds_needed_table(arms: dict, s: Stats) -> pd.DataFrame:
     """Per arm and benchmark (the planner works on one [seeds, queries] matrix)."""
     rows = []
     for arm in arms.values():
         if len(arm.seeds) < 2:
             continue
         for bench, scores in arm.scores.items():
-            plan = mb.seeds_needed(scores, half_width=half_width, delta=delta)
+            plan = mb.seeds_needed(scores, half_width=s.target_half_width,
+                                   delta=s.detect_delta, ci=s.ci)
             rows.append({"recipe": arm.recipe, "strategy": arm.strategy, "depth": arm.depth,
-                         "benchmark": bench, "target_half_width": half_width,
-                         "target_delta": delta, **plan})
+                         "benchmark": bench, "target_half_width": s.target_half_width,
+                         "target_delta": s.detect_delta, "ci": s.ci, **plan})
     return pd.DataFrame(rows)
 
 
@@ -240,27 +243,26 @@ def agreement_table(arms: dict, hits: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run(eval_paths, out_dir, *, metric="ndcg@10", nboot=2000, ci=0.95, seed=0,
-        epsilon=0.01, half_width=0.01, delta=0.01, budget_order=()) -> dict[str, pd.DataFrame]:
+def run(eval_paths, out_dir, s: Stats, *, budget_order=(), threads: int | None = None
+        ) -> dict[str, pd.DataFrame]:
     df = load_evals(eval_paths)
-    arms = build_arms(df, metric)
+    arms = build_arms(df, s.metric)
     df_hit = df.assign(top1=(df["mrr@10"] >= 1.0))
-    hits = {k: {b: s.astype(bool) for b, s in a.scores.items()}
+    hits = {k: {b: x.astype(bool) for b, x in a.scores.items()}
             for k, a in build_arms(df_hit, "top1").items()}
     pairs = comparison_pairs(arms, list(budget_order))
     comparisons = [row for kind, ka, kb in pairs
-                   for row in compare_arms(kind, arms[ka], arms[kb], nboot=nboot, ci=ci,
-                                           seed=seed, epsilon=epsilon)]
+                   for row in compare_arms(kind, arms[ka], arms[kb], s, threads)]
     tables = {
-        "ci": ci_table(arms, nboot=nboot, ci=ci, seed=seed),
+        "ci": ci_table(arms, s, threads),
         "seeds": seed_table(arms),
         "comparisons": pd.DataFrame(comparisons),
-        "variance": variance_table(arms, nboot=nboot, seed=seed),
-        "seeds_needed": seeds_needed_table(arms, half_width=half_width, delta=delta),
+        "variance": variance_table(arms, s, threads),
+        "seeds_needed": seeds_needed_table(arms, s),
         "agreement": agreement_table(arms, hits),
     }
     for name, table in tables.items():
-        table.insert(0, "metric", metric)
+        table.insert(0, "metric", s.metric)
         contracts.write_parquet(Path(out_dir) / f"{name}.parquet", table)
     return tables
 
@@ -269,18 +271,15 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Multi-Bootstrap statistics over evaluations.")
     ap.add_argument("--evals", nargs="+", required=True)
     ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--metric", default="ndcg@10", choices=contracts.METRICS)
-    ap.add_argument("--nboot", type=int, default=2000)
-    ap.add_argument("--ci", type=float, default=0.95)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--epsilon", type=float, default=0.01)
-    ap.add_argument("--half-width", type=float, default=0.01)
-    ap.add_argument("--delta", type=float, default=0.01)
-    ap.add_argument("--budget-order", nargs="*", default=[])
+    ap.add_argument("--settings-json", default="{}",
+                    help="core/settings.py Stats as JSON; absent keys take config/schema.yaml's "
+                         "defaults")
+    ap.add_argument("--budget-order", nargs="*", default=[],
+                    help="recipes, smallest training budget first")
+    ap.add_argument("--threads", type=int, help="bootstrap threads (default: usable CPUs)")
     a = ap.parse_args(argv)
-    tables = run(a.evals, a.out_dir, metric=a.metric, nboot=a.nboot, ci=a.ci, seed=a.seed,
-                 epsilon=a.epsilon, half_width=a.half_width, delta=a.delta,
-                 budget_order=a.budget_order)
+    tables = run(a.evals, a.out_dir, Stats.from_json(a.settings_json),
+                 budget_order=a.budget_order, threads=a.threads)
     print(", ".join(f"{k}: {len(v)} rows" for k, v in tables.items()))
 
 

@@ -6,13 +6,16 @@ triples, so evaluation is zero-shot across domains as in the paper. Everything i
 and seeded, so for pinned package versions the output is byte-identical run to run.
 
 CLI:
-  python -m workflow_scripts.docstrings beir  --packages pandas --out data/beir/X ...
-  python -m workflow_scripts.docstrings train --packages numpy scipy --out data/train/X.parquet
+  python -m workflow_scripts.biencoder.docstrings beir --settings-json '{"packages": ["pandas"],
+      "max_queries": 310, "max_docs": 400}' --exclude-packages numpy scipy --out data/beir/X
+  python -m workflow_scripts.biencoder.docstrings train --settings-json '{"packages": ["numpy"],
+      "max_triples": 4000}' --out data/train/X.parquet
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import importlib
 import importlib.metadata
@@ -26,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_scripts import contracts
+from workflow_scripts.core import contracts
+from workflow_scripts.core.settings import DocstringBenchmark, DocstringTriples
 
 # Modules walked per package (one level of public members, plus methods of public classes).
 # Fixed lists rather than pkgutil.walk_packages: walking imports test suites, optional
@@ -275,41 +279,44 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="kind", required=True)
     b = sub.add_parser("beir", help="a BEIR-format benchmark folder")
-    b.add_argument("--max-queries", type=int, required=True)
-    b.add_argument("--max-docs", type=int, required=True)
     b.add_argument("--exclude-packages", nargs="*", default=[], choices=sorted(MODULES),
                    help="drop pairs whose text occurs in these (the training) packages")
     t = sub.add_parser("train", help="a parquet of (query, positive, negative) triples")
-    t.add_argument("--max-triples", type=int, required=True)
-    for p in (b, t):
-        p.add_argument("--packages", nargs="+", required=True, choices=sorted(MODULES))
-        p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--min-queries", type=int, default=1)
+    for p, cls in ((b, DocstringBenchmark), (t, DocstringTriples)):
+        p.add_argument("--settings-json", default="{}",
+                       help=f"core/settings.py {cls.__name__} as JSON")
         p.add_argument("--out", required=True)
     args = ap.parse_args(argv)
+    if args.kind == "beir":
+        s = DocstringBenchmark.from_json(args.settings_json)
+        params = {**dataclasses.asdict(s), "exclude_packages": args.exclude_packages}
+    else:
+        s = DocstringTriples.from_json(args.settings_json)
+        params = {**dataclasses.asdict(s), "min_queries": 1}  # at least one usable pair
+    min_pairs = params["min_queries"]
 
-    pairs = _pairs_of(args.packages)
+    pairs = _pairs_of(s.packages)
     if args.kind == "beir" and args.exclude_packages:
         pairs = exclude_texts_of(pairs, args.exclude_packages)
-    if len(pairs) < args.min_queries:
-        sys.exit(f"{args.packages}: only {len(pairs)} usable docstring pairs, "
-                 f"fewer than the {args.min_queries} required")
+    if len(pairs) < min_pairs:
+        sys.exit(f"{s.packages}: only {len(pairs)} usable docstring pairs, "
+                 f"fewer than the {min_pairs} required")
     if args.kind == "beir":
-        corpus, queries, qrels = build_beir(pairs, max_queries=args.max_queries,
-                                            max_docs=args.max_docs, seed=args.seed)
-        if len(queries) < args.min_queries:
-            sys.exit(f"{args.out}: {len(queries)} queries < --min-queries {args.min_queries}")
+        corpus, queries, qrels = build_beir(pairs, max_queries=s.max_queries,
+                                            max_docs=s.max_docs, seed=s.seed)
+        if len(queries) < min_pairs:
+            sys.exit(f"{args.out}: {len(queries)} queries < min_queries {min_pairs} "
+                     "(config key eval.min_queries)")
         contracts.write_beir(args.out, corpus, queries, qrels)
         counts = {"usable pairs": len(pairs), "queries (test)": len(queries),
                   "corpus documents": len(corpus)}
         card = Path(args.out) / "DATACARD.md"
     else:
-        df = build_triples(pairs, max_triples=args.max_triples, seed=args.seed)
+        df = build_triples(pairs, max_triples=s.max_triples, seed=s.seed)
         contracts.write_parquet(args.out, df)
         counts = {"usable pairs": len(pairs), "triples": len(df)}
         card = Path(args.out).with_suffix(".DATACARD.md")
-    params = {k: v for k, v in vars(args).items() if k not in ("out", "kind")}
-    contracts.write_text(card, data_card(args.kind, args.packages, counts, params))
+    contracts.write_text(card, data_card(args.kind, s.packages, counts, params))
     print(f"{args.out}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 

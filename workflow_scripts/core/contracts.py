@@ -23,6 +23,30 @@ RUN_KEYS = ("recipe", "strategy", "depth", "seed", "benchmark")
 LATENCY_COLUMNS = (
     "run", "depth", "round", "batch_size", "seq_len", "device", "seconds", "event_seconds",
 )
+# Labels the stats tables use: the untrained truncated base as a recipe (seed -1 in its
+# evaluation files), and the stratified aggregate of the benchmarks as a benchmark.
+BASE = "base"
+ALL = "all"
+# Columns each results/stats/<table>.parquet holds at least (stats stage writes them; the
+# figures and the report read them through read_stats).
+_INTERVAL = ("estimate", "ci_low", "ci_high", "p_value", "nboot", "design", "resample", "ci")
+STATS_TABLES = {
+    "ci": ("metric", "recipe", "strategy", "depth", "benchmark", "n_seeds", "n_queries",
+           "seed_std", *_INTERVAL),
+    "seeds": ("metric", "recipe", "strategy", "depth", "benchmark", "seed", "mean"),
+    "comparisons": ("metric", "kind", "a", "b", "recipe_a", "recipe_b", "strategy", "depth_a",
+                    "depth_b", "benchmark", *_INTERVAL, "alternative", "threshold"),
+    "variance": ("metric", "recipe", "strategy", "depth", "benchmark", "var_joint",
+                 "var_seeds", "var_examples", "share_seeds", "share_examples",
+                 "share_interaction"),
+    "seeds_needed": ("metric", "recipe", "strategy", "depth", "benchmark", "n_seeds",
+                     "target_half_width", "target_delta", "half_width_now",
+                     "seeds_for_half_width", "seeds_for_delta"),
+    "agreement": ("metric", "recipe", "strategy", "depth", "benchmark", "seed_a", "seed_b",
+                  "top1_agreement", "spearman"),
+}
+# results/usage.parquet: Snakemake's benchmark of every job, summed per rule.
+USAGE_COLUMNS = ("rule", "jobs", "seconds_total", "seconds_max", "max_rss_mb", "cpu_seconds")
 
 
 class DataError(ValueError):
@@ -109,7 +133,7 @@ def write_jsonl(path, rows) -> None:
 # BEIR format: corpus.jsonl ({_id, title, text}), queries.jsonl ({_id, text}),
 # qrels/test.tsv (query-id, corpus-id, score with a header line).
 # Our own reader instead of beir.datasets.data_loader: importing beir costs 12-14 s per
-# job (FACTS.md). tests/test_contracts.py checks that both read the same data.
+# job on 2 cores. tests/test_contracts.py checks that both read the same data.
 # ---------------------------------------------------------------------------------------
 def read_jsonl(path, required: tuple[str, ...]) -> list[dict]:
     rows = []
@@ -211,12 +235,52 @@ def check_columns(df: pd.DataFrame, required, path) -> None:
 
 
 def read_eval(path) -> pd.DataFrame:
-    """A per-query evaluation parquet (DESIGN.md §5)."""
+    """A per-query evaluation parquet (docs/architecture.md, data contracts)."""
     import pandas as pd
 
     df = pd.read_parquet(path)
     check_columns(df, ("query_id", *METRICS, *RUN_KEYS), path)
     return df
+
+
+def read_stats(stats_dir, name: str) -> pd.DataFrame:
+    """One stats table, checked against its declared columns (an empty table may have none:
+    e.g. no variance rows when every arm has one seed)."""
+    import pandas as pd
+
+    path = Path(stats_dir) / f"{name}.parquet"
+    df = pd.read_parquet(path)
+    if len(df):
+        check_columns(df, STATS_TABLES[name], path)
+    return df
+
+
+def read_usage(path) -> pd.DataFrame:
+    """results/usage.parquet (core/usage.py), checked against USAGE_COLUMNS."""
+    import pandas as pd
+
+    df = pd.read_parquet(path)
+    check_columns(df, USAGE_COLUMNS, path)
+    return df
+
+
+def order_recipes(recipes, budget_order) -> list[str]:
+    """Trained recipes (the base left out) in budget order, smallest first; recipes the
+    order does not name go last, by name."""
+    order = list(budget_order)
+    found = {r for r in recipes if r != BASE}
+    return sorted(found, key=lambda r: (order.index(r) if r in order else len(order), r))
+
+
+def ci_label(level: float) -> str:
+    """'95%' for 0.95, '99.5%' for 0.995: the CI level as the figures and the report say it."""
+    return f"{100 * float(level):.10g}%"
+
+
+def ci_level(table: pd.DataFrame) -> str:
+    """The CI level a stats table records in its `ci` column (the configured stats.ci), as
+    '95%'; levels joined by ' / ' should a table hold several."""
+    return " / ".join(ci_label(x) for x in sorted(table["ci"].dropna().unique()))
 
 
 def read_latency(path) -> pd.DataFrame:

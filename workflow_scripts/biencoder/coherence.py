@@ -92,10 +92,6 @@ def linear_fit(depths, p50) -> tuple[float, float, float]:
     return float(a), float(b), r2
 
 
-def r_squared(depths, p50) -> float:
-    return linear_fit(depths, p50)[2]
-
-
 def _result(ok, why="", **values) -> dict:
     ok = None if ok is None else bool(ok)
     return {"pass": ok, "why": why if ok is False else "",

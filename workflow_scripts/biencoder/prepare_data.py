@@ -1,11 +1,11 @@
 """Real datasets for the paper configs: BEIR benchmarks (zip + published md5) and training
 triples (jsonl.gz lines `["anchor", "positive", "negative"]`, sha256 and line count recorded
-on the first download and checked after). Downloads go through workflow_scripts.download:
+on the first download and checked after). Downloads go through workflow_scripts.core.download:
 atomic, checksummed, resumed with HTTP Range, retried on server errors.
 
-CLI: python -m workflow_scripts.prepare_data beir --name nfcorpus --url URL --md5 X \
+CLI: python -m workflow_scripts.biencoder.prepare_data beir --name nfcorpus --url URL --md5 X \
         --download-dir data/downloads --out data/beir/nfcorpus
-     python -m workflow_scripts.prepare_data triples --url URL --expect-lines N \
+     python -m workflow_scripts.biencoder.prepare_data triples --url URL --expect-lines N \
         --download-dir data/downloads --out data/train/msmarco-triplets.parquet
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_scripts import contracts, download
+from workflow_scripts.core import contracts, download
 
 
 def prepare_beir(name: str, url: str, md5: str, download_dir, out_dir) -> dict:

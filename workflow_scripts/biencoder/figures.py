@@ -1,7 +1,9 @@
-"""Figures stage: one function per figure, each drawing its intervals from results/stats.
+"""Figures stage: one function per figure, each drawing its intervals from results/stats
+(labelled with the CI level the tables record) and, for pareto, the canonical latency ladder.
 
-CLI: python -m workflow_scripts.figures NAME --stats-dir results/stats \
-        [--latency results/latency/summary.parquet] --out results/figures/NAME.png [...pdf]
+CLI: python -m workflow_scripts.biencoder.figures NAME --stats-dir results/stats
+        [--latency results/latency/ladder.parquet] [--budget-order R1 R2 ...] [--pair A B]
+        --out results/figures/NAME.png [...pdf]
 """
 
 from __future__ import annotations
@@ -16,15 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from workflow_scripts import contracts  # noqa: E402
-
-BASE = "base"
-ALL = "all"
-
-
-def _recipes(ci: pd.DataFrame, order) -> list[str]:
-    found = [r for r in ci["recipe"].unique() if r != BASE]
-    return sorted(found, key=lambda r: (order.index(r) if r in order else 99, r))
+from workflow_scripts.core import contracts  # noqa: E402
+from workflow_scripts.core.contracts import ALL, BASE  # noqa: E402
 
 
 def _joint(df: pd.DataFrame) -> pd.DataFrame:
@@ -42,7 +37,7 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False,
                              sharey=False)
     strategies = sorted(ci.strategy.unique())
-    lines = [(r, s) for r in _recipes(ci, order) for s in strategies]
+    lines = [(r, s) for r in contracts.order_recipes(ci.recipe, order) for s in strategies]
     for ax, bench in zip(axes[0], panels, strict=True):
         for i, (recipe, strategy) in enumerate(lines):
             color = f"C{i}"
@@ -67,7 +62,8 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
         ax.set_xticks(sorted(ci.depth.unique()))
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8, title="band: 95% CI; dotted: ±2σ seeds", title_fontsize=7)
+    axes[0][0].legend(fontsize=8, title=f"band: {contracts.ci_level(ci)} CI; dotted: ±2σ seeds",
+                      title_fontsize=7)
     fig.suptitle(ax_title or f"{metric} by depth and training budget")
     fig.tight_layout()
     return fig
@@ -77,7 +73,7 @@ def per_benchmark_degradation(stats: dict, pair=None, order=()) -> plt.Figure:
     """Change from the short to the long budget per benchmark and depth, with its CI."""
     comp = _joint(stats["comparisons"])
     comp = comp[comp.kind == "recipe"]
-    recipes = _recipes(stats["ci"], order)
+    recipes = contracts.order_recipes(stats["ci"].recipe, order)
     a, b = pair if pair else (recipes[0], recipes[-1])
     comp = comp[(comp.recipe_a == a) & (comp.recipe_b == b)]
     comp = comp[comp.strategy == comp.strategy.min()]  # one depth strategy per figure
@@ -96,7 +92,7 @@ def per_benchmark_degradation(stats: dict, pair=None, order=()) -> plt.Figure:
     ax.set_xticks(range(len(depths)), [str(d) for d in depths])
     ax.set_xlabel("layers kept")
     ax.set_ylabel(f"Δ {comp.metric.iloc[0]} ({b} − {a})")
-    ax.set_title(f"Budget effect per benchmark: {a} → {b} (95% CI)")
+    ax.set_title(f"Budget effect per benchmark: {a} → {b} ({contracts.ci_level(comp)} CI)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
@@ -107,7 +103,7 @@ def seed_variance(stats: dict, order=()) -> plt.Figure:
     seeds, ci = stats["seeds"], stats["ci"]
     seeds = seeds[(seeds.recipe != BASE) & (seeds.benchmark == ALL)] if ALL in set(
         seeds.benchmark) else seeds[seeds.recipe != BASE]
-    recipes = _recipes(ci, order)
+    recipes = contracts.order_recipes(ci.recipe, order)
     fig, axes = plt.subplots(1, len(recipes), figsize=(4 * len(recipes), 3.6), squeeze=False,
                              sharey=True)
     for ax, recipe in zip(axes[0], recipes, strict=True):
@@ -116,7 +112,7 @@ def seed_variance(stats: dict, order=()) -> plt.Figure:
             ax.scatter(g.depth + (k - 1) * 0.06, g["mean"], s=22, label=f"seed {seed}")
         c = ci[(ci.recipe == recipe) & (ci.benchmark == s.benchmark.iloc[0])].sort_values("depth")
         ax.errorbar(c.depth + 0.2, c.estimate, yerr=[c.estimate - c.ci_low, c.ci_high - c.estimate],
-                    fmt="_", color="k", capsize=3, label="mean, 95% CI")
+                    fmt="_", color="k", capsize=3, label=f"mean, {contracts.ci_level(ci)} CI")
         for _, r in c.iterrows():
             ax.annotate(f"σ={r.seed_std:.3f}", (r.depth, r.ci_low), textcoords="offset points",
                         xytext=(0, -12), ha="center", fontsize=7)
@@ -166,7 +162,7 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
         pts["x_hi"] = pts.depth.map(lad["max_run_p50_ms"].astype(float))
         xerr = True
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for i, recipe in enumerate([*_recipes(ci, order), BASE]):
+    for i, recipe in enumerate([*contracts.order_recipes(ci.recipe, order), BASE]):
         p = pts[pts.recipe == recipe].sort_values("depth")
         if p.empty:
             continue
@@ -191,10 +187,11 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
         source = "median of all runs, none coherent"
     ax.set_xlabel(f"encode latency p50 (ms per batch{shape}; {source})", fontsize=8)
     ax.set_ylabel(f"{ci.metric.iloc[0]} ({'mean of benchmarks' if bench == ALL else bench})")
-    ax.set_title("Accuracy–latency trade-off (95% CI)")
+    title = f"Accuracy–latency trade-off ({contracts.ci_level(ci)} CI)"
+    ax.set_title(title)
     if unverified.any():
-        ax.set_title("Accuracy–latency trade-off (95% CI)\nLATENCY UNVERIFIED: no profiling run "
-                     "passed the coherence check", color="red", fontsize=9)
+        ax.set_title(title + "\nLATENCY UNVERIFIED: no profiling run passed the coherence "
+                     "check", color="red", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -202,8 +199,7 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
 
 
 def load_stats(stats_dir) -> dict[str, pd.DataFrame]:
-    d = Path(stats_dir)
-    return {n: pd.read_parquet(d / f"{n}.parquet") for n in ("ci", "seeds", "comparisons")}
+    return {n: contracts.read_stats(stats_dir, n) for n in ("ci", "seeds", "comparisons")}
 
 
 def save(fig: plt.Figure, outs) -> None:

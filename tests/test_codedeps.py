@@ -1,0 +1,52 @@
+"""Code inputs derived from imports: the ast closure against what Python really imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from workflow_scripts.core import codedeps
+
+STAGES = ["biencoder.train", "biencoder.evaluate", "biencoder.latency", "biencoder.stats",
+          "biencoder.figures", "biencoder.report", "biencoder.docstrings",
+          "biencoder.prepare_data", "core.usage", "ladder.train", "ladder.stats",
+          "ladder.identity", "ladder.report", "ladder.data"]
+
+
+def test_closure_follows_absolute_relative_and_from_imports(tmp_path):
+    pkg = tmp_path / "workflow_scripts"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a/__init__.py").write_text("")
+    (pkg / "a/one.py").write_text("from . import two\n\ndef f():\n    import numpy\n")
+    (pkg / "a/two.py").write_text("from workflow_scripts.a.three import x\n")
+    (pkg / "a/three.py").write_text("x = 1\n")
+    (pkg / "a/lonely.py").write_text("import json\n")
+    got = codedeps.closure("workflow_scripts.a.one", tmp_path)
+    assert got == ("workflow_scripts", "workflow_scripts.a", "workflow_scripts.a.one",
+                   "workflow_scripts.a.three", "workflow_scripts.a.two")
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_closure_holds_every_module_the_stage_imports(stage):
+    """Importing the stage and calling nothing loads a subset of the closure (the closure
+    also counts imports inside functions, which run only when called)."""
+    module = f"workflow_scripts.{stage}"
+    code = (f"import sys, {module}; "
+            "print('\\n'.join(m for m in sys.modules if m.startswith('workflow_scripts')))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.split()
+    assert set(loaded) <= set(codedeps.closure(module))
+
+
+def test_a_stage_never_imports_another_stage():
+    """Stages share core/ and their study's libraries, never each other's modules; the report
+    reads artifacts."""
+    # ladder.data is also the ladder's data library (ladder.train loads the npz with it).
+    stages = {f"workflow_scripts.{s}" for s in STAGES} - {"workflow_scripts.ladder.data"}
+    for s in stages:
+        others = (set(codedeps.closure(s)) & stages) - {s}
+        assert not others, f"{s} imports the stage(s) {sorted(others)}"

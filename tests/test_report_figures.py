@@ -1,0 +1,145 @@
+"""The report and the figures read artifacts only: the stats tables' CI level, the latency
+summary, ladder and coherence document, and the per-rule usage table."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workflow_scripts.biencoder import coherence, figures, report
+from workflow_scripts.core import contracts
+
+RECIPES = ("short", "long")
+
+
+def _interval(est: float, level: float) -> dict:
+    return {"estimate": est, "ci_low": est - 0.02, "ci_high": est + 0.02, "p_value": 0.01,
+            "nboot": 200, "design": "paired", "resample": "seeds,examples", "ci": level}
+
+
+def write_tables(stats_dir, level: float) -> None:
+    """Small stats tables with every declared column, at CI level `level`."""
+    arms = [("base", -1, 0.1), ("short", 1, 0.2), ("long", 1, 0.25)]
+    ci, seeds, comp = [], [], []
+    for recipe, seed0, base in arms:
+        for depth in (1, 2, 3):
+            est = base + 0.05 * depth
+            ci.append({"metric": "ndcg@10", "recipe": recipe, "strategy": "top", "depth": depth,
+                       "benchmark": contracts.ALL, "n_seeds": 1 if seed0 < 0 else 2,
+                       "n_queries": 50, "seed_std": np.nan if seed0 < 0 else 0.01,
+                       **_interval(est, level)})
+            for s in ([seed0] if seed0 < 0 else [1, 2]):
+                seeds.append({"metric": "ndcg@10", "recipe": recipe, "strategy": "top",
+                              "depth": depth, "benchmark": contracts.ALL, "seed": s,
+                              "mean": est + 0.005 * s})
+    for depth in (1, 2, 3):
+        comp.append({"metric": "ndcg@10", "kind": "recipe", "a": f"short L{depth}",
+                     "b": f"long L{depth}", "recipe_a": "short", "recipe_b": "long",
+                     "strategy": "top", "depth_a": depth, "depth_b": depth,
+                     "benchmark": contracts.ALL, **_interval(0.05, level),
+                     "alternative": "two-sided", "threshold": 0.0, "epsilon": 0.01,
+                     "equivalence_p": 0.5, "equivalent": False})
+    for name, rows in (("ci", ci), ("seeds", seeds), ("comparisons", comp)):
+        contracts.write_parquet(stats_dir / f"{name}.parquet", pd.DataFrame(rows))
+    for name in ("variance", "seeds_needed", "agreement"):
+        contracts.write_parquet(stats_dir / f"{name}.parquet", pd.DataFrame())
+
+
+def write_latency(folder, coherent=(True, True, False)) -> dict:
+    """summary.parquet, ladder.parquet and coherence.json as the latency summary writes them."""
+    depths = np.array([1, 2, 3])
+    p50 = {r: 2.0 + 10.0 * depths * (1 + 0.01 * r) for r in range(len(coherent))}
+    summary = pd.DataFrame([
+        {"run": r, "depth": d, "p50_ms": p, "iqr_ms": 0.1, "coherent": ok,
+         "failed_checks": "" if ok else "linear", "why": "" if ok else "linear: bent",
+         "notes": "", "device": "cpu", "threads": 1, "batch_size": 8, "seq_len": 32}
+        for r, ok in enumerate(coherent) for d, p in zip(depths, p50[r], strict=True)])
+    good = [r for r, ok in enumerate(coherent) if ok]
+    lad, used = coherence.canonical_ladder(depths, np.stack(list(p50.values())), coherent)
+    ladder = pd.DataFrame({"depth": depths, "p50_ms": lad, "runs_used": used,
+                           "runs": ",".join(map(str, good)), "coherent": used > 0,
+                           "encode_p50_ms": lad + 3.0, "tokenize_p50_ms": 2.0})
+    doc = {"canonical_ladder": {"depth": depths.tolist(), "runs_used": good}}
+    if good:
+        a, b, r2 = coherence.linear_fit(depths, lad)
+        doc["canonical_ladder"]["fit"] = {"a_ms": a, "b_ms_per_layer": b, "r2": r2}
+    paths = {"latency_summary": folder / "summary.parquet",
+             "latency_ladder": folder / "ladder.parquet",
+             "latency_coherence": folder / "coherence.json"}
+    contracts.write_parquet(paths["latency_summary"], summary)
+    contracts.write_parquet(paths["latency_ladder"], ladder)
+    contracts.write_json(paths["latency_coherence"], doc)
+    return paths
+
+
+@pytest.mark.parametrize("level", [0.95, 0.9])
+def test_report_says_the_tables_ci_level(tmp_path, level):
+    write_tables(tmp_path, level)
+    md = report.build(tmp_path)
+    label = contracts.ci_label(level)
+    assert f"with {label} Multi-Bootstrap CI" in md and f"delta [{label} CI]" in md
+    assert ("95%" in md) == (level == 0.95)
+    assert "## Latency ladder" not in md and "Measured time and memory" not in md
+
+
+def test_latency_section_reads_the_ladder_and_the_fit(tmp_path):
+    write_tables(tmp_path, 0.95)
+    paths = write_latency(tmp_path)
+    md = report.build(tmp_path, **paths)
+    assert "| 1 | 12.05 | 2 | 15.05 | 2.00 |" in md  # the ladder's row, runs 0 and 1
+    assert "| 2 | INCOHERENT | linear |" in md and "- run 2: linear — linear: bent" in md
+    fit = json.loads(paths["latency_coherence"].read_text())["canonical_ladder"]["fit"]
+    line = (f"Fit: p50 ≈ {fit['a_ms']:.2f} + {fit['b_ms_per_layer']:.2f} × n_layers ms "
+            f"(R² {fit['r2']:.4f}).")
+    assert line in md
+    # Without coherence.json the report fits the ladder itself, to the same bits.
+    ladder = pd.read_parquet(paths["latency_ladder"])
+    assert report.ladder_fit(ladder) == fit
+    no_json = {k: v for k, v in paths.items() if k != "latency_coherence"}
+    assert report.build(tmp_path, **no_json) == md
+    with pytest.raises(ValueError, match="both"):
+        report.build(tmp_path, latency_summary=paths["latency_summary"])
+
+
+def test_no_coherent_run_has_no_ladder_and_no_fit(tmp_path):
+    write_tables(tmp_path, 0.95)
+    md = report.build(tmp_path, **write_latency(tmp_path, coherent=(False, False)))
+    assert "No profiling run passed the coherence check" in md and "Fit:" not in md
+
+
+def test_usage_section_from_the_usage_table(tmp_path):
+    write_tables(tmp_path, 0.95)
+    usage = pd.DataFrame({"rule": ["train", "evaluate"], "jobs": [6, 18],
+                          "seconds_total": [1200.5, 300.0], "seconds_max": [250.0, 20.0],
+                          "max_rss_mb": [3100.0, 900.0], "cpu_seconds": [2300.0, 280.0]})
+    contracts.write_parquet(tmp_path / "usage.parquet", usage)
+    card = tmp_path / "CARD.md"
+    card.write_text("# card\n\nrows\n", encoding="utf-8")
+    out = tmp_path / "RESULTS.md"
+    report.main(["--stats-dir", str(tmp_path), "--usage", str(tmp_path / "usage.parquet"),
+                 "--cards", str(card), "--out", str(out)])
+    md = out.read_text(encoding="utf-8")
+    section = md.split("## Measured time and memory per rule", 1)[1].split("## Data", 1)[0]
+    assert "benchmark files" in section and "`mem_mb`" in section and "`runtime`" in section
+    assert "| train | 6 | 1200.5 | 250.0 | 3100.0 | 2300.0 |" in section
+    contracts.write_parquet(tmp_path / "bad.parquet", usage.drop(columns="max_rss_mb"))
+    with pytest.raises(contracts.DataError, match="max_rss_mb"):
+        report.build(tmp_path, usage=tmp_path / "bad.parquet")
+
+
+def test_figures_say_the_tables_ci_level(tmp_path):
+    write_tables(tmp_path, 0.9)
+    st = figures.load_stats(tmp_path)
+    fig = figures.depth_vs_budget(st, order=list(RECIPES))
+    assert fig.axes[0].get_legend().get_title().get_text().startswith("band: 90% CI")
+    assert "(90% CI)" in figures.per_benchmark_degradation(st, None, RECIPES).axes[0].get_title()
+    labels = figures.seed_variance(st, order=RECIPES).axes[0].get_legend_handles_labels()[1]
+    assert "mean, 90% CI" in labels
+    ladder = pd.DataFrame({"depth": [1, 2, 3], "p50_ms": [12.0, 22.0, 32.0], "runs_used": 2})
+    fig = figures.pareto(st, ladder, RECIPES)
+    assert fig.axes[0].get_title().endswith("(90% CI)")
+    figures.save(fig, [tmp_path / "pareto.png"])
+    assert (tmp_path / "pareto.png").stat().st_size > 1000

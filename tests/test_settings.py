@@ -1,0 +1,84 @@
+"""Stage settings against the config schemas: one source of truth per setting."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from workflow_scripts.core import settings
+from workflow_scripts.core.configcheck import SOURCE_NEEDS, check_config
+
+# Dataset keys that the config check requires per data source (datasets.*.KEY).
+NEEDED_PER_SOURCE = {f"datasets.*.{k}" for keys in SOURCE_NEEDS.values() for k in keys}
+
+
+def _leaves(node: dict, root: dict, prefix: str = "") -> set[str]:
+    """Dotted keys of the schema's leaf settings (`*` for a mapping's entries)."""
+    node = settings._resolve(node, root)
+    if "properties" in node:
+        return {leaf for name, sub in node["properties"].items()
+                for leaf in _leaves(sub, root, f"{prefix}{name}.")}
+    if isinstance(node.get("additionalProperties"), dict):
+        return _leaves(node["additionalProperties"], root, f"{prefix}*.")
+    return {prefix.rstrip(".")}
+
+
+def schema_leaves() -> set[str]:
+    main = _leaves(settings.schema(""), settings.schema("")) - {"ladder"}
+    ladder = {f"ladder.{k}" for k in _leaves(settings.schema("ladder"),
+                                             settings.schema("ladder"))}
+    return main | ladder
+
+
+@pytest.mark.parametrize("cls", settings.STAGES, ids=lambda c: c.__name__)
+def test_every_field_is_a_schema_key_with_a_default_or_required(cls):
+    for name, key in cls.keys().items():
+        node, required = settings.schema_node(key)  # KeyError: not in the schema
+        assert "default" in node or required or key in NEEDED_PER_SOURCE, (
+            f"{cls.__name__}.{name} ({key}): no default")
+
+
+@pytest.mark.parametrize("cls", settings.STAGES, ids=lambda c: c.__name__)
+def test_classes_declare_no_defaults_of_their_own(cls):
+    # Defaults live in the schema only, so the two cannot disagree.
+    for f in dataclasses.fields(cls):
+        assert f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING, (
+            f"{cls.__name__}.{f.name} declares a default: put it in the schema")
+
+
+def test_every_schema_key_is_read_by_a_stage_or_shapes_the_workflow():
+    read = {key for cls in settings.STAGES for key in cls.keys().values()}
+    leaves = schema_leaves()
+    assert not (read & settings.WORKFLOW_KEYS), "a key is both a setting and a workflow key"
+    assert leaves == read | settings.WORKFLOW_KEYS, (
+        f"schema keys nobody reads: {sorted(leaves - read - settings.WORKFLOW_KEYS)}; "
+        f"keys not in the schema: {sorted((read | settings.WORKFLOW_KEYS) - leaves)}")
+
+
+def test_from_config_equals_from_json_with_schema_defaults():
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    check_config(cfg)  # fills the schema's defaults
+    train = settings.Train.from_config(cfg, recipe="long")
+    assert train.steps == cfg["recipes"]["long"]["steps"]
+    assert train.max_seq_length == cfg["max_seq_length"]
+    assert train.scale == settings.schema_node("recipes.*.scale")[0]["default"]
+    assert "seeds" not in json.loads(train.to_json())  # not a rerun trigger of one seed's job
+    assert settings.Train.from_json(train.to_json()) == train
+    lat = settings.LatencyProfile.from_config(cfg)
+    assert settings.LatencyProfile.from_json(json.dumps({"rounds": lat.rounds})).warmup_calls \
+        == settings.schema_node("latency.warmup_calls")[0]["default"]
+
+
+def test_settings_json_errors_name_the_key():
+    with pytest.raises(settings.SettingsError, match="unknown setting.*nbootz"):
+        settings.Stats.from_json('{"nbootz": 5}')
+    with pytest.raises(settings.SettingsError, match=r"setting nboot \(config key stats.nboot\)"):
+        settings.Stats.from_json('{"nboot": 5}')  # below the schema's minimum
+    with pytest.raises(settings.SettingsError, match=r"config key recipes\.\*\.batch_size: req"):
+        settings.Train.from_json("{}")
+    with pytest.raises(settings.SettingsError, match="not valid JSON"):
+        settings.Stats.from_json("{nboot")

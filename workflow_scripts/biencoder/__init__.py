@@ -1,0 +1,1 @@
+"""The bi-encoder depth study: data, training, evaluation, latency, stats, figures, report."""

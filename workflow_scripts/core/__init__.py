@@ -1,0 +1,1 @@
+"""Shared core: data contracts, settings, downloads, the Multi-Bootstrap, code dependencies."""

@@ -1,0 +1,100 @@
+"""The one config check: the JSON schemas (config/schema.yaml, config/ladder.schema.yaml),
+then what a schema cannot express (names that must exist in the data registry, keys a data
+source needs), then the schemas' defaults filled in. Every message names the config key.
+
+Imported by the Snakefile: jsonschema and yaml only, so `snakemake -n` stays fast.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import jsonschema
+
+from workflow_scripts.core.settings import SCHEMA_FILES, schema
+
+# Keys each data source needs, as a training set and as a benchmark.
+SOURCE_NEEDS = {
+    ("docstrings", "train"): ["packages", "max_triples"],
+    ("docstrings", "benchmark"): ["packages", "max_queries", "max_docs"],
+    ("triples-jsonl-gz", "train"): ["url"],
+    ("beir", "benchmark"): ["url", "md5"],
+}
+
+
+def _key(path) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def schema_errors(data: dict, name: str = "") -> list[str]:
+    """Every schema violation as 'config key K: message', most specific first."""
+    validator = jsonschema.Draft202012Validator(schema(name))
+    errors = sorted(validator.iter_errors(data), key=lambda e: (-len(e.absolute_path), e.message))
+    prefix = [name] if name else []
+    return [f"config key {_key([*prefix, *e.absolute_path]) or '(top level)'}: {e.message}"
+            for e in errors]
+
+
+def cross_errors(config: dict) -> list[str]:
+    """What the schema cannot check: registry names, keys per data source, unique names."""
+    msgs = []
+    names = [c["name"] for c in config.get("ladder", {}).get("configs", [])]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            msgs.append(f"config key ladder.configs[{i}].name: {name!r} is used twice; "
+                        "config names must be unique")
+    if "recipes" not in config:
+        return msgs
+    datasets = config["datasets"]
+    roles = [("train_data", config["train_data"], "train")] + [
+        (f"benchmarks[{i}]", b, "benchmark") for i, b in enumerate(config["benchmarks"])]
+    for key, name, role in roles:
+        if name not in datasets:
+            msgs.append(f"config key {key}: {name!r} is not in the datasets registry (datasets:)")
+            continue
+        source = datasets[name]["source"]
+        if (source, role) not in SOURCE_NEEDS:
+            msgs.append(f"config key datasets.{name}.source: {source!r} cannot serve as a {role}")
+            continue
+        msgs += [f"config key datasets.{name}: a {source} {role} needs {k}"
+                 for k in SOURCE_NEEDS[(source, role)] if k not in datasets[name]]
+    for i, r in enumerate(config.get("figures", {}).get("budget_pair", [])):
+        if r not in config["recipes"]:
+            msgs.append(f"config key figures.budget_pair[{i}]: {r!r} is not a recipe")
+    return msgs
+
+
+def fill_defaults(data: dict, name: str = "") -> None:
+    """Set every absent key that has a schema default, recursively (what Snakemake's
+    validate(set_default=True) does)."""
+
+    def set_defaults(validator, properties, instance, sch):
+        for prop, sub in properties.items():
+            if isinstance(instance, dict) and "default" in sub and prop not in instance:
+                instance[prop] = copy.deepcopy(sub["default"])
+        yield from jsonschema.Draft202012Validator.VALIDATORS["properties"](
+            validator, properties, instance, sch)
+
+    filler = jsonschema.validators.extend(jsonschema.Draft202012Validator,
+                                          {"properties": set_defaults})
+    for _ in filler(schema(name)).iter_errors(data):
+        pass  # checked before; iterating applies the defaults
+
+
+def check_config(config: dict) -> None:
+    """Raise ValueError listing every problem; on success fill in the defaults."""
+    msgs = schema_errors(config)
+    if not msgs and "ladder" in config:
+        msgs = schema_errors(config["ladder"], "ladder")
+    if not msgs:
+        msgs = cross_errors(config)
+    if msgs:
+        files = ", ".join(str(p.relative_to(p.parents[1])) for p in SCHEMA_FILES.values())
+        raise ValueError(f"invalid configuration (checked against {files}):\n  "
+                         + "\n  ".join(msgs))
+    fill_defaults(config)
+    if "ladder" in config:
+        fill_defaults(config["ladder"], "ladder")

@@ -1,0 +1,214 @@
+"""Stage settings: one frozen dataclass per stage, built from the validated config.
+
+Each field names the config key it comes from (`SECTION` + field name, or its own `key`).
+Defaults live in config/schema.yaml and config/ladder.schema.yaml only: a key missing from
+the config (or from a standalone CLI's `--settings-json`) takes the schema's default, and
+the classes declare none of their own (tests/test_settings.py holds both sides together).
+
+Rules pass a stage its settings as one JSON argument, which is also the job's rerun
+trigger: each class holds exactly the keys its stage reads, so changing a setting reruns
+only the stages that read it. Config keys that only shape the workflow (which jobs exist,
+where files go) are listed in WORKFLOW_KEYS; they reach no stage as settings.
+
+Imports yaml and jsonschema only: the Snakefile builds these objects at parse time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_FILES = {"": ROOT / "config/schema.yaml", "ladder": ROOT / "config/ladder.schema.yaml"}
+
+# Config keys that reach no stage as settings: they decide which jobs exist and what they
+# are called (the grid, the data registry's sources), or how a job runs (seeds, threads,
+# checkpointing, figure formats). Rules pass them as wildcards or plain arguments.
+WORKFLOW_KEYS = frozenset({
+    "base_model", "depths", "strategies", "train_data", "benchmarks", "recipes.*.seeds",
+    "recipes.*.checkpoint_every", "datasets.*.source", "datasets.*.url", "datasets.*.md5",
+    "datasets.*.expect_lines", "latency.runs", "latency.threads", "figures.budget_pair",
+    "figures.formats", "ladder.dataset.name", "ladder.dataset.url", "ladder.dataset.md5",
+    "ladder.configs", "ladder.methods", "ladder.seeds", "ladder.batch_seeds",
+    "ladder.crosscheck",
+})
+
+
+class SettingsError(ValueError):
+    """A settings document that does not fit its class; the message names the key."""
+
+
+@functools.cache
+def schema(name: str = "") -> dict:
+    return yaml.safe_load(SCHEMA_FILES[name].read_text(encoding="utf-8"))
+
+
+def _resolve(node: dict, root: dict) -> dict:
+    while "$ref" in node:
+        ref = node["$ref"]
+        node = {**root["$defs"][ref.rsplit("/", 1)[1]], **{k: v for k, v in node.items()
+                                                           if k != "$ref"}}
+    return node
+
+
+def schema_node(key: str) -> tuple[dict, bool]:
+    """(sub-schema, required) of a dotted config key; `*` stands for a mapping's entries
+    (e.g. recipes.*.lr); keys under `ladder.` are looked up in the ladder's schema."""
+    parts = key.split(".")
+    name = "ladder" if parts[0] == "ladder" and len(parts) > 1 else ""
+    root = schema(name)
+    node, required = root, False
+    for part in parts[1:] if name else parts:
+        node = _resolve(node, root)
+        if part == "*":
+            node, required = node["additionalProperties"], True
+            continue
+        props = node.get("properties", {})
+        if part not in props:
+            raise KeyError(f"config key {key}: not in {SCHEMA_FILES[name].name}")
+        required = part in node.get("required", ())
+        node = props[part]
+    return _resolve(node, root), required
+
+
+def setting(key: str):
+    """A field read from config key `key` instead of SECTION.<field name>."""
+    return dataclasses.field(metadata={"key": key})
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Base class: SECTION is the dotted config key the fields live under; placeholders in
+    braces ({recipe}, {benchmark}) are filled by `from_config`'s keyword arguments."""
+
+    SECTION: ClassVar[str] = ""
+
+    @classmethod
+    def keys(cls) -> dict[str, str]:
+        """field name -> dotted config key, with mapping entries as `*`."""
+        out = {}
+        for f in dataclasses.fields(cls):
+            key = f.metadata.get("key") or f"{cls.SECTION}.{f.name}".lstrip(".")
+            out[f.name] = _star(key)
+        return out
+
+    @classmethod
+    def from_config(cls, config: Mapping, **names: str):
+        """The stage's settings from a whole config (validated, defaults filled or not)."""
+        values = {}
+        for f in dataclasses.fields(cls):
+            key = (f.metadata.get("key") or f"{cls.SECTION}.{f.name}".lstrip(".")).format(**names)
+            node: Any = config
+            for part in key.split("."):
+                node = node.get(part, _MISSING) if isinstance(node, Mapping) else _MISSING
+            values[f.name] = node
+        return cls._build(values)
+
+    @classmethod
+    def from_json(cls, text: str):
+        """Settings from a JSON object (a CLI's --settings-json); absent keys take the
+        schema's defaults, unknown keys and values the schema rejects are errors."""
+        try:
+            given = json.loads(text or "{}")
+        except json.JSONDecodeError as e:
+            raise SettingsError(f"--settings-json: not valid JSON ({e.msg})") from None
+        if not isinstance(given, dict):
+            raise SettingsError("--settings-json: expected a JSON object")
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise SettingsError(f"{cls.__name__}: unknown setting(s) {', '.join(unknown)}; "
+                                f"expected some of {', '.join(sorted(names))}")
+        return cls._build({n: given.get(n, _MISSING) for n in names}, validate=True)
+
+    @classmethod
+    def _build(cls, values: dict, validate: bool = False):
+        import jsonschema
+
+        keys = cls.keys()
+        for name, value in list(values.items()):
+            node, required = schema_node(keys[name])
+            if value is _MISSING:
+                if "default" not in node:
+                    raise SettingsError(f"config key {keys[name]}: required"
+                                        + ("" if required else " (and has no default)"))
+                values[name] = node["default"]
+            elif validate:
+                try:
+                    jsonschema.validate(value, node, cls=jsonschema.Draft202012Validator)
+                except jsonschema.ValidationError as e:
+                    raise SettingsError(f"setting {name} (config key {keys[name]}): "
+                                        f"{e.message}") from None
+        return cls(**values)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+
+def _star(key: str) -> str:
+    return ".".join("*" if p.startswith("{") else p for p in key.split("."))
+
+
+_TYPES = {"integer": int, "number": float, "string": str, "boolean": bool, "array": list}
+
+
+def stage(name: str, section: str, keys: str, doc: str = "", **elsewhere: str):
+    """A frozen settings dataclass: the fields `keys` (space-separated) read from
+    SECTION.<field>, and each of `elsewhere` (field=config key) from its own key. Each
+    field's type is its schema type (Any where the schema allows several)."""
+    fields = []
+    for f in keys.split():
+        node, _ = schema_node(_star(f"{section}.{f}"))
+        fields.append((f, _TYPES.get(node.get("type"), Any)))
+    for f, key in elsewhere.items():
+        node, _ = schema_node(_star(key))
+        fields.append((f, _TYPES.get(node.get("type"), Any), setting(key)))
+    cls = dataclasses.make_dataclass(name, fields, bases=(Settings,), frozen=True,
+                                     namespace={"SECTION": section, "__doc__": doc or None,
+                                                "__module__": __name__})
+    return cls
+
+
+# ---------------------------------------------------------------------------------------
+# One class per stage: exactly the config keys the stage reads.
+# ---------------------------------------------------------------------------------------
+Train = stage("Train", "recipes.{recipe}",
+              "batch_size steps lr warmup weight_decay scheduler scale precision",
+              "What changes a trained model: the recipe without its seed list and "
+              "checkpointing, and the sequence length.", max_seq_length="max_seq_length")
+Evaluate = stage("Evaluate", "eval", "top_k batch_size", max_seq_length="max_seq_length",
+                 ignore_identical_ids="datasets.{benchmark}.ignore_identical_ids")
+DocstringBenchmark = stage("DocstringBenchmark", "datasets.{benchmark}",
+                           "packages max_queries max_docs seed",
+                           min_queries="eval.min_queries")
+DocstringTriples = stage("DocstringTriples", "datasets.{train_data}",
+                         "packages max_triples seed")
+LatencyProfile = stage("LatencyProfile", "latency",
+                       "batch_size seq_len warmup_calls warmup_max_calls warmup_window "
+                       "warmup_tolerance rounds calls_per_round discard_calls encode_calls "
+                       "dtype seed")
+LatencySummary = stage("LatencySummary", "latency", "nboot ci seed")
+Stats = stage("Stats", "stats", "metric nboot ci seed equivalence_epsilon "
+              "target_half_width detect_delta")
+LadderData = stage("LadderData", "ladder.dataset", "n_train n_test split_seed")
+LadderTrain = stage("LadderTrain", "ladder.train", "epochs batch_size lr weight_decay device")
+LadderStats = stage("LadderStats", "ladder.stats", "nboot ci seed")
+
+STAGES: tuple[type[Settings], ...] = (
+    Train, Evaluate, DocstringBenchmark, DocstringTriples, LatencyProfile, LatencySummary,
+    Stats, LadderData, LadderTrain, LadderStats,
+)
