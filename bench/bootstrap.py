@@ -76,7 +76,7 @@ def main() -> None:
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     x = rng.random((SEEDS, EXAMPLES)) + rng.normal(0, 0.05, (SEEDS, 1))
-    threads = engine.default_threads()
+    threads = engine.usable_cpus()
     blas = os.environ.get("OPENBLAS_NUM_THREADS", "unset")
     print(f"Multi-Bootstrap benchmark: numpy {np.__version__}, {os.cpu_count()} CPUs, "
           f"engine threads {threads}, load average {os.getloadavg()[0]:.2f}, "

@@ -218,7 +218,7 @@ def test_threads_reach_the_engine(monkeypatch):
     monkeypatch.setattr(engine, "ThreadPoolExecutor", Pool)
     monkeypatch.setattr(engine, "GROUP", 7)
     monkeypatch.setattr(engine, "_THREAD_MIN_DRAWS", 0)
-    monkeypatch.setattr(engine, "default_threads", lambda: 5)
+    monkeypatch.setattr(engine, "usable_cpus", lambda: 5)
     x = scores(np.random.default_rng(3), 4, 30)
     mb.bootstrap_mean(x, nboot=NBOOT, seed=1, threads=3)
     mb.compare(x, x + 0.1, nboot=NBOOT, seed=1, threads=3)
@@ -231,11 +231,11 @@ def test_threads_reach_the_engine(monkeypatch):
     assert workers == [3] * 6 + [5, 15]
 
 
-def test_default_threads(monkeypatch):
+def test_default_threads_are_the_usable_cpus(monkeypatch):
     if hasattr(os, "sched_getaffinity"):
-        assert engine.default_threads() == len(os.sched_getaffinity(0))
+        assert engine.usable_cpus() == len(os.sched_getaffinity(0))
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
-    assert engine.default_threads() == (os.cpu_count() or 1)
+    assert engine.usable_cpus() == (os.cpu_count() or 1)
 
 
 def test_draws_continue_the_stream_and_add_offsets():
