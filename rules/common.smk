@@ -158,7 +158,7 @@ def biencoder_benchmarks():
         "latency_run": [bench(f) for f in latency_runs()],
         "latency_summary": [bench("results/latency/summary.parquet")],
         "stats": [bench("results/stats/ci.parquet")],
-        **{f"figure_{name}": [bench(f"results/figures/{name}")] for name in FIGURES},
+        **{f"figure_{name}": [bench(figure_files(name)[0])] for name in FIGURES},
     }
 
 

@@ -17,7 +17,7 @@ rule figure_depth_vs_budget:
     log:
         "logs/figures/depth_vs_budget.log",
     benchmark:
-        bench("results/figures/depth_vs_budget")
+        bench(figure_files("depth_vs_budget")[0])
     conda:
         CONDA_ENV
     params:
@@ -35,7 +35,7 @@ rule figure_per_benchmark_degradation:
     log:
         "logs/figures/per_benchmark_degradation.log",
     benchmark:
-        bench("results/figures/per_benchmark_degradation")
+        bench(figure_files("per_benchmark_degradation")[0])
     conda:
         CONDA_ENV
     params:
@@ -54,7 +54,7 @@ rule figure_seed_variance:
     log:
         "logs/figures/seed_variance.log",
     benchmark:
-        bench("results/figures/seed_variance")
+        bench(figure_files("seed_variance")[0])
     conda:
         CONDA_ENV
     params:
@@ -73,7 +73,7 @@ rule figure_pareto:
     log:
         "logs/figures/pareto.log",
     benchmark:
-        bench("results/figures/pareto")
+        bench(figure_files("pareto")[0])
     conda:
         CONDA_ENV
     params:

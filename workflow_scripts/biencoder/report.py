@@ -254,6 +254,8 @@ def build(stats_dir, latency_summary=None, latency_ladder=None, latency_coherenc
     ladder (the coherence document is optional: without it the fit is computed here)."""
     if (latency_summary is None) != (latency_ladder is None):
         raise ValueError("the latency section needs both the latency summary and the ladder")
+    if latency_coherence and latency_summary is None:
+        raise ValueError("the latency coherence document needs the latency summary and ladder")
     tables = {n: contracts.read_stats(stats_dir, n) for n in
               ("ci", "comparisons", "variance", "seeds_needed", "agreement")}
     level = contracts.ci_level(tables["ci"])
@@ -291,12 +293,12 @@ def main(argv=None) -> None:
     ap.add_argument("--extra", nargs="*", default=[], help="markdown fragments to append")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    if (a.latency_summary is None) != (a.latency_ladder is None):
-        ap.error("--latency-summary and --latency-ladder go together")
-    if a.latency_coherence and not a.latency_summary:
-        ap.error("--latency-coherence needs --latency-summary and --latency-ladder")
-    contracts.write_text(a.out, build(a.stats_dir, a.latency_summary, a.latency_ladder,
-                                      a.latency_coherence, a.usage, a.cards, a.extra))
+    try:
+        text = build(a.stats_dir, a.latency_summary, a.latency_ladder, a.latency_coherence,
+                     a.usage, a.cards, a.extra)
+    except ValueError as e:  # an inconsistent set of inputs
+        ap.error(str(e))
+    contracts.write_text(a.out, text)
     print(f"wrote {a.out}")
 
 
