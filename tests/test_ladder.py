@@ -257,7 +257,7 @@ def synthetic_runs(tmp_path):
 def test_stats_table_comparisons_crosscheck_and_summary(tmp_path):
     paths, st = synthetic_runs(tmp_path)
     rows, metas = stats.collect(paths)
-    table = stats.ladder_table(rows, metas, nboot=300, ci=0.95, seed=0)
+    table = stats.ladder_table(rows, metas, interval="calibrated", nboot=300, ci=0.95, seed=0)
     assert list(table.method) == ["bp"] * 3 + ["dfa"] * 3
     r = table.iloc[2]
     per_seed = [rows[(rows.method == "bp") & (rows.k == 2) & (rows.seed == s)].correct.mean()
@@ -265,7 +265,7 @@ def test_stats_table_comparisons_crosscheck_and_summary(tmp_path):
     assert r["mean"] == pytest.approx(np.mean(per_seed))
     assert r["std"] == pytest.approx(np.std(per_seed, ddof=1))
     assert r.ci_low < r["mean"] < r.ci_high
-    comps = stats.comparisons(rows, metas, nboot=300, ci=0.95, seed=0)
+    comps = stats.comparisons(rows, metas, interval="calibrated", nboot=300, ci=0.95, seed=0)
     bp_full = comps[(comps.method == "bp") & comps.full].iloc[0]
     assert bp_full.k_b == 2 and bp_full.estimate == pytest.approx(r["mean"] - table.iloc[0]["mean"])
     assert bp_full.ci_low > 0 and bp_full.p_value < 0.01
@@ -311,7 +311,8 @@ def test_shipped_ladder_configs_validate_and_unknown_keys_fail_naming_them():
     block = yaml.safe_load((ROOT / "config/config.yaml").read_text())["ladder"]
     del block["stats"]
     validate(block, schema)
-    assert block["stats"] == {"nboot": 2000, "ci": 0.95, "seed": 0}  # defaults filled in
+    assert block["stats"] == {"interval": "calibrated", "nboot": 2000, "ci": 0.95,
+                              "seed": 0}  # defaults filled in
     for bad, name in ((dict(train={"epochs": 1, "epochz": 2}), "epochz"),
                       (dict(configs=[{"name": "a", "d": 4, "L": 1, "width": 2}]), "width"),
                       (dict(frobnicate=1), "frobnicate")):

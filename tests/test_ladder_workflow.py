@@ -71,7 +71,8 @@ def test_embedded_config_dry_run(tmp_path):
     assert sum(counts.values()) == 34
     assert "--seeds 42 123 456" in out
     # the stage gets exactly the keys it reads, as one argument
-    assert """--settings-json '{"ci": 0.95, "nboot": 2000, "seed": 0}'""" in out
+    assert ("""--settings-json '{"ci": 0.95, "interval": "calibrated", "nboot": 2000, """
+            """"seed": 0}'""") in out
     ladder_only = tmp_path / "ladder_only.yaml"
     ladder_only.write_text(yaml.safe_dump(
         {"ladder": yaml.safe_load((ROOT / "config/config.yaml").read_text())["ladder"]}))

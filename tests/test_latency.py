@@ -203,7 +203,8 @@ def test_summary_cli_writes_summary_coherence_and_ladder(tmp_path):
 
 def _stats():
     rows = [{"recipe": r, "strategy": "top", "depth": d, "benchmark": "all", "metric": "ndcg@10",
-             "estimate": e, "ci_low": e - 0.02, "ci_high": e + 0.02, "ci": 0.95}
+             "estimate": e, "ci_low": e - 0.02, "ci_high": e + 0.02, "ci": 0.95,
+             "interval": "calibrated"}
             for r, base in (("short", 0.2), ("base", 0.1)) for d, e in
             ((1, base), (2, base + 0.05), (3, base + 0.08))]
     return {"ci": pd.DataFrame(rows)}

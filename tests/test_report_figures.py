@@ -15,12 +15,17 @@ from workflow_scripts.core import contracts
 RECIPES = ("short", "long")
 
 
-def _interval(est: float, level: float) -> dict:
+def _interval(est: float, level: float, method: str = "calibrated") -> dict:
+    """Main interval +- 0.02; the Multi-Bootstrap's beside it +- 0.01 (the same when the
+    method is the Multi-Bootstrap)."""
+    mb = 0.02 if method == "multibootstrap" else 0.01
     return {"estimate": est, "ci_low": est - 0.02, "ci_high": est + 0.02, "p_value": 0.01,
-            "nboot": 200, "design": "paired", "resample": "seeds,examples", "ci": level}
+            "interval": method, "mb_ci_low": est - mb, "mb_ci_high": est + mb,
+            "mb_p_value": 0.001, "nboot": 200, "design": "paired",
+            "resample": "seeds,examples", "ci": level}
 
 
-def write_tables(stats_dir, level: float) -> None:
+def write_tables(stats_dir, level: float, method: str = "calibrated") -> None:
     """Small stats tables with every declared column, at CI level `level`."""
     arms = [("base", -1, 0.1), ("short", 1, 0.2), ("long", 1, 0.25)]
     ci, seeds, comp = [], [], []
@@ -30,7 +35,7 @@ def write_tables(stats_dir, level: float) -> None:
             ci.append({"metric": "ndcg@10", "recipe": recipe, "strategy": "top", "depth": depth,
                        "benchmark": contracts.ALL, "n_seeds": 1 if seed0 < 0 else 2,
                        "n_queries": 50, "seed_std": np.nan if seed0 < 0 else 0.01,
-                       **_interval(est, level)})
+                       **_interval(est, level, method)})
             for s in ([seed0] if seed0 < 0 else [1, 2]):
                 seeds.append({"metric": "ndcg@10", "recipe": recipe, "strategy": "top",
                               "depth": depth, "benchmark": contracts.ALL, "seed": s,
@@ -39,7 +44,7 @@ def write_tables(stats_dir, level: float) -> None:
         comp.append({"metric": "ndcg@10", "kind": "recipe", "a": f"short L{depth}",
                      "b": f"long L{depth}", "recipe_a": "short", "recipe_b": "long",
                      "strategy": "top", "depth_a": depth, "depth_b": depth,
-                     "benchmark": contracts.ALL, **_interval(0.05, level),
+                     "benchmark": contracts.ALL, **_interval(0.05, level, method),
                      "alternative": "two-sided", "threshold": 0.0, "epsilon": 0.01,
                      "equivalence_p": 0.5, "equivalent": False})
     for name, rows in (("ci", ci), ("seeds", seeds), ("comparisons", comp)):
@@ -80,9 +85,26 @@ def test_report_says_the_tables_ci_level(tmp_path, level):
     write_tables(tmp_path, level)
     md = report.build(tmp_path)
     label = contracts.ci_label(level)
-    assert f"with {label} Multi-Bootstrap CI" in md and f"delta [{label} CI]" in md
+    assert f"with {label} calibrated CI" in md and f"delta [{label} calibrated CI]" in md
     assert ("95%" in md) == (level == 0.95)
     assert "## Latency ladder" not in md and "Measured time and memory" not in md
+
+
+def test_report_shows_the_multibootstrap_beside_the_calibrated_interval(tmp_path):
+    write_tables(tmp_path, 0.95)
+    md = report.build(tmp_path)
+    comparisons = md.split("## Comparisons", 1)[1]
+    # Both intervals of one comparison on one row, the sentence on why they differ, and the
+    # measured width ratio (0.04 wide vs 0.02 wide).
+    assert "| 0.0500 [0.0300, 0.0700] | 0.0100 | [0.0400, 0.0600] | 0.0010 |" in comparisons
+    assert "median 2.00× as wide as the Multi-Bootstrap's" in comparisons
+    assert contracts.WHY_THEY_DIFFER in comparisons
+    assert "Multi-Bootstrap (all)" in md.split("## Comparisons", 1)[0]
+    # With the Multi-Bootstrap as the method there is nothing to put beside it.
+    write_tables(tmp_path, 0.95, method="multibootstrap")
+    md = report.build(tmp_path)
+    assert "with 95% Multi-Bootstrap CI" in md and "p (MB)" not in md
+    assert contracts.WHY_THEY_DIFFER not in md
 
 
 def test_latency_section_reads_the_ladder_and_the_fit(tmp_path):
@@ -134,12 +156,14 @@ def test_figures_say_the_tables_ci_level(tmp_path):
     write_tables(tmp_path, 0.9)
     st = figures.load_stats(tmp_path)
     fig = figures.depth_vs_budget(st, order=list(RECIPES))
-    assert fig.axes[0].get_legend().get_title().get_text().startswith("band: 90% CI")
-    assert "(90% CI)" in figures.per_benchmark_degradation(st, None, RECIPES).axes[0].get_title()
+    title = fig.axes[0].get_legend().get_title().get_text()
+    assert title.startswith("band: 90% calibrated CI")
+    degradation = figures.per_benchmark_degradation(st, None, RECIPES)
+    assert "(90% calibrated CI)" in degradation.axes[0].get_title()
     labels = figures.seed_variance(st, order=RECIPES).axes[0].get_legend_handles_labels()[1]
-    assert "mean, 90% CI" in labels
+    assert "mean, 90% calibrated CI" in labels
     ladder = pd.DataFrame({"depth": [1, 2, 3], "p50_ms": [12.0, 22.0, 32.0], "runs_used": 2})
     fig = figures.pareto(st, ladder, RECIPES)
-    assert fig.axes[0].get_title().endswith("(90% CI)")
+    assert fig.axes[0].get_title().endswith("(90% calibrated CI)")
     figures.save(fig, [tmp_path / "pareto.png"])
     assert (tmp_path / "pareto.png").stat().st_size > 1000

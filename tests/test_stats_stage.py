@@ -115,3 +115,35 @@ def test_figures_and_report_render_from_the_tables(tables, tmp_path):
 def test_pareto_front_drops_dominated_points():
     pts = pd.DataFrame({"p50_ms": [1, 2, 3, 4], "estimate": [0.1, 0.3, 0.2, 0.4]})
     assert figures.pareto_front(pts).estimate.tolist() == [0.1, 0.3, 0.4]
+
+
+def test_calibrated_by_default_with_the_multibootstrap_beside(tables, tmp_path):
+    """Every interval is the calibrated one unless stats.interval says otherwise; the
+    Multi-Bootstrap's interval of the same comparison is in the mb_* columns."""
+    from workflow_scripts.core import calibrated as cal
+    from workflow_scripts.core import multibootstrap as mb
+
+    _, t = tables
+    for name in ("ci", "comparisons"):
+        assert (t[name]["interval"] == "calibrated").all(), name
+    c = t["comparisons"]
+    row = c[(c.kind == "recipe") & (c.benchmark == "b1") & (c.depth_a == 2)
+            & (c["resample"] == "seeds,examples")].iloc[0]
+    paths = _write_evals(tmp_path)  # the same data as the fixture's (one fixed seed)
+    arms = stats.build_arms(stats.load_evals(paths), "ndcg@10")
+    a, b = arms[("short", "top", 2)].scores["b1"], arms[("long", "top", 2)].scores["b1"]
+    r = cal.compare(a, b, design="paired", alternative="two-sided")
+    ref = mb.compare(a, b, design="paired", alternative="two-sided", nboot=300, seed=0)
+    assert (row.ci_low, row.ci_high, row.p_value) == pytest.approx((r.ci_low, r.ci_high,
+                                                                    r.p_value))
+    assert (row.mb_ci_low, row.mb_ci_high, row.mb_p_value) == pytest.approx(
+        (ref.ci_low, ref.ci_high, ref.p_value))
+    assert set(t["seeds_needed"]["interval"]) == {"calibrated"}
+    # stats.interval: multibootstrap makes the reference the main interval.
+    mb_tables = stats.run(paths, tmp_path / "out",
+                          Stats.from_json('{"nboot": 300, "interval": "multibootstrap"}'),
+                          budget_order=["short", "long"])
+    m = mb_tables["comparisons"]
+    assert (m["interval"] == "multibootstrap").all()
+    assert np.allclose(m.ci_low, m.mb_ci_low) and np.allclose(m.ci_high, m.mb_ci_high)
+

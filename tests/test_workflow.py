@@ -94,9 +94,11 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     for name in ("depth_vs_budget", "per_benchmark_degradation", "seed_variance", "pareto"):
         assert (wd / f"results/figures/{name}.png").stat().st_size > 10_000
     results = (wd / "results/RESULTS.md").read_text()
-    for heading in ("Mean ndcg@10 with 95% Multi-Bootstrap CI", "Training vs the untrained",
+    for heading in ("Mean ndcg@10 with 95% calibrated CI", "Training vs the untrained",
                     "Latency ladder", "Data"):
         assert heading in results
+    assert (ci["interval"] == "calibrated").all() and ci.mb_ci_low.notna().all()
+    assert "Multi-Bootstrap CI" in results and "p (MB)" in results
     assert (wd / "results/figures/depth_ladder.png").exists()
     assert list((wd / "logs/train").rglob("*.log"))
 

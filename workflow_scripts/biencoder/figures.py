@@ -62,7 +62,7 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
         ax.set_xticks(sorted(ci.depth.unique()))
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8, title=f"band: {contracts.ci_level(ci)} CI; dotted: ±2σ seeds",
+    axes[0][0].legend(fontsize=8, title=f"band: {contracts.ci_caption(ci)}; dotted: ±2σ seeds",
                       title_fontsize=7)
     fig.suptitle(ax_title or f"{metric} by depth and training budget")
     fig.tight_layout()
@@ -92,7 +92,7 @@ def per_benchmark_degradation(stats: dict, pair=None, order=()) -> plt.Figure:
     ax.set_xticks(range(len(depths)), [str(d) for d in depths])
     ax.set_xlabel("layers kept")
     ax.set_ylabel(f"Δ {comp.metric.iloc[0]} ({b} − {a})")
-    ax.set_title(f"Budget effect per benchmark: {a} → {b} ({contracts.ci_level(comp)} CI)")
+    ax.set_title(f"Budget effect per benchmark: {a} → {b} ({contracts.ci_caption(comp)})")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
@@ -112,7 +112,7 @@ def seed_variance(stats: dict, order=()) -> plt.Figure:
             ax.scatter(g.depth + (k - 1) * 0.06, g["mean"], s=22, label=f"seed {seed}")
         c = ci[(ci.recipe == recipe) & (ci.benchmark == s.benchmark.iloc[0])].sort_values("depth")
         ax.errorbar(c.depth + 0.2, c.estimate, yerr=[c.estimate - c.ci_low, c.ci_high - c.estimate],
-                    fmt="_", color="k", capsize=3, label=f"mean, {contracts.ci_level(ci)} CI")
+                    fmt="_", color="k", capsize=3, label=f"mean, {contracts.ci_caption(ci)}")
         for _, r in c.iterrows():
             ax.annotate(f"σ={r.seed_std:.3f}", (r.depth, r.ci_low), textcoords="offset points",
                         xytext=(0, -12), ha="center", fontsize=7)
@@ -187,7 +187,7 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
         source = "median of all runs, none coherent"
     ax.set_xlabel(f"encode latency p50 (ms per batch{shape}; {source})", fontsize=8)
     ax.set_ylabel(f"{ci.metric.iloc[0]} ({'mean of benchmarks' if bench == ALL else bench})")
-    title = f"Accuracy–latency trade-off ({contracts.ci_level(ci)} CI)"
+    title = f"Accuracy–latency trade-off ({contracts.ci_caption(ci)})"
     ax.set_title(title)
     if unverified.any():
         ax.set_title(title + "\nLATENCY UNVERIFIED: no profiling run passed the coherence "

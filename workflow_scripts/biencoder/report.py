@@ -59,26 +59,53 @@ def ci_section(ci: pd.DataFrame) -> str:
     cols = ([ALL] if ALL in wide.columns else []) + [c for c in wide.columns if c != ALL]
     wide = wide[cols].reset_index()
     seeds = ci[ci.benchmark == (ALL if ALL in set(ci.benchmark) else ci.benchmark.iloc[0])]
-    wide = wide.merge(seeds[["recipe", "strategy", "depth", "n_seeds", "seed_std", "resample"]],
-                      on=["recipe", "strategy", "depth"])
-    return (f"## Mean {metric} with {contracts.ci_level(ci)} Multi-Bootstrap CI\n\n"
-            f"Resampled over seeds × queries (queries within each benchmark; `{ALL}` is the "
+    cols = ["recipe", "strategy", "depth", "n_seeds", "seed_std", "resample"]
+    reference = contracts.shows_reference(ci)
+    if reference:
+        seeds = seeds.assign(**{f"Multi-Bootstrap ({seeds.benchmark.iloc[0]})": [
+            f"[{r.mb_ci_low:.4f}, {r.mb_ci_high:.4f}]" for r in seeds.itertuples()]})
+        cols.append(f"Multi-Bootstrap ({seeds.benchmark.iloc[0]})")
+    wide = wide.merge(seeds[cols], on=["recipe", "strategy", "depth"])
+    return (f"## Mean {metric} with {contracts.ci_caption(ci)}\n\n"
+            f"Over seeds × queries (queries within each benchmark; `{ALL}` is the "
             "unweighted mean of the benchmarks). `seed_std` is the ddof-1 standard deviation "
-            "of the per-seed means. One-seed rows (the untrained base) resample queries only."
-            f"\n\n{md_table(wide)}\n")
+            "of the per-seed means. One-seed rows (the untrained base) vary queries only."
+            + (" The last column is the Multi-Bootstrap's interval of the first column, for "
+               "reference." if reference else "") + f"\n\n{md_table(wide)}\n")
+
+
+MB_COLUMNS = ["Multi-Bootstrap CI", "p (MB)"]
 
 
 def _comparison_rows(comp: pd.DataFrame, kind: str, delta: str) -> pd.DataFrame:
     c = comp[comp.kind == kind].copy()
     c[delta] = [interval(r.estimate, r.ci_low, r.ci_high) for r in c.itertuples()]
     c["p"] = [p_fmt(p) for p in c.p_value]
+    c[MB_COLUMNS[0]] = [f"[{r.mb_ci_low:.4f}, {r.mb_ci_high:.4f}]" for r in c.itertuples()]
+    c[MB_COLUMNS[1]] = [p_fmt(p) for p in c.mb_p_value]
     return c
+
+
+def width_ratio(comp: pd.DataFrame) -> float:
+    """Median over the joint-resampling rows of (main CI width) / (Multi-Bootstrap width)."""
+    joint = comp[comp["resample"] == "seeds,examples"]
+    mb_width = joint.mb_ci_high - joint.mb_ci_low
+    ratio = (joint.ci_high - joint.ci_low)[mb_width > 0] / mb_width[mb_width > 0]
+    return float(ratio.median()) if len(ratio) else math.nan
 
 
 def comparison_section(comp: pd.DataFrame) -> str:
     metric = comp["metric"].iloc[0]
-    delta = f"delta [{contracts.ci_level(comp)} CI]"
+    delta = f"delta [{contracts.ci_caption(comp)}]"
+    reference = contracts.shows_reference(comp)
     out = [f"## Comparisons of {metric} (δ = b − a)\n"]
+    if reference:
+        ratio = width_ratio(comp)
+        out.append(f"Every interval and p-value is {contracts.interval_name(comp)} "
+                   "(docs/statistics.md); the Multi-Bootstrap's (MultiBERTs) is beside it."
+                   + (f" Over seeds × queries the {contracts.interval_name(comp)} intervals "
+                      f"here are a median {ratio:.2f}× as wide as the Multi-Bootstrap's. "
+                      if math.isfinite(ratio) else " ") + contracts.WHY_THEY_DIFFER + "\n")
     titles = {
         "trained_vs_base": ("Training vs the untrained truncated base",
                             "single-baseline design (the base is one deterministic model); "
@@ -96,7 +123,8 @@ def comparison_section(comp: pd.DataFrame) -> str:
         if c.empty:
             continue
         joint = c[c.epsilon.notna()] if "epsilon" in c else c
-        cols = ["a", "b", "benchmark", "design", "resample", delta, "p"]
+        cols = ["a", "b", "benchmark", "design", "resample", delta, "p",
+                *(MB_COLUMNS if reference else [])]
         if kind != "trained_vs_base":
             joint = joint.assign(**{"equivalent (ε)": [
                 f"{fmt(bool(e))} ({eps:g}, p={p_fmt(p)})" for e, eps, p in
@@ -130,8 +158,12 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame,
                        v[["recipe", "strategy", "depth", "benchmark", "var_joint",
                           "share_seeds", "share_examples", "share_interaction"]], 3) + "\n")
     if not plan.empty:
-        out.append("## Seeds needed\n\nFrom the variance components of each [seeds × queries] "
-                   f"matrix: seeds for a {contracts.ci_level(plan) if 'ci' in plan else level} CI "
+        quantiles = ("Student-t quantiles with Satterthwaite degrees of freedom"
+                     if (plan["interval"] == "calibrated").all()
+                     else "normal quantiles")
+        plan_level = contracts.ci_level(plan) if "ci" in plan else level
+        out.append("## Seeds needed\n\nFrom the variance components of each "
+                   f"[seeds × queries] matrix, with {quantiles}: seeds for a {plan_level} CI "
                    "half-width of "
                    f"{plan.target_half_width.iloc[0]:g}, and per arm to detect "
                    f"δ = {plan.target_delta.iloc[0]:g} with 80% power (α = 0.05).\n\n" + md_table(

@@ -1,4 +1,8 @@
-"""Statistics stage: Multi-Bootstrap intervals and tests over seeds x queries.
+"""Statistics stage: intervals and tests over seeds x queries.
+
+Every interval, p-value and equivalence test uses the configured `stats.interval` method
+(core/intervals.py: "calibrated" by default, or "multibootstrap"); every row also holds the
+Multi-Bootstrap's interval (mb_ci_low, mb_ci_high, mb_p_value) beside it.
 
 Reads every per-query evaluation parquet and writes results/stats/*.parquet:
   ci.parquet           CI of the mean metric per (recipe, strategy, depth), per benchmark and
@@ -27,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.core import contracts
+from workflow_scripts.core import contracts, intervals
 from workflow_scripts.core import multibootstrap as mb
 from workflow_scripts.core.contracts import ALL, BASE
 from workflow_scripts.core.settings import Stats
@@ -94,15 +98,15 @@ def ci_table(arms: dict, s: Stats, threads: int | None = None) -> pd.DataFrame:
     for arm in arms.values():
         resample = _axes(len(arm.seeds))[0]
         for bench, scores in _groups(arm.scores):
-            r = mb.bootstrap_mean(scores, nboot=s.nboot, ci=s.ci, seed=s.seed,
-                                  resample=resample, threads=threads)
+            r = intervals.mean(scores, method=s.interval, ci=s.ci, resample=resample,
+                               nboot=s.nboot, seed=s.seed, threads=threads)
             per_seed = _seed_means(scores)
             rows.append({
                 "recipe": arm.recipe, "strategy": arm.strategy, "depth": arm.depth,
                 "benchmark": bench, "n_seeds": len(arm.seeds),
                 "n_queries": _n_queries(scores),
                 "seed_std": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else np.nan,
-                **_row(r),
+                **r,
             })
     return pd.DataFrame(rows)
 
@@ -127,13 +131,6 @@ def _n_queries(scores) -> int:
     if isinstance(scores, dict):
         return int(sum(v.shape[1] for v in scores.values()))
     return int(scores.shape[1])
-
-
-def _row(r) -> dict:
-    d = r.to_dict()
-    d["resample"] = ",".join(r.resample)
-    return {k: d[k] for k in ("estimate", "ci_low", "ci_high", "p_value", "nboot", "design",
-                              "resample", "ci", "alternative", "threshold") if k in d}
 
 
 def comparison_pairs(arms: dict, budget_order: list[str]) -> list[tuple[str, tuple, tuple]]:
@@ -184,18 +181,15 @@ def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None
     rows = []
     for (bench, sa), (_, sb) in zip(_groups(a.scores), _groups(b.scores), strict=True):
         for resample in _axes(*n_resampled):
-            r = mb.compare(sa, sb, design=design, alternative=alternative, nboot=s.nboot,
-                           ci=s.ci, seed=s.seed, resample=resample, threads=threads,
-                           **seeds_kw)
+            common = dict(method=s.interval, design=design, resample=resample, nboot=s.nboot,
+                          seed=s.seed, threads=threads, **seeds_kw)
             row = {"kind": kind, "a": a.label, "b": b.label, "recipe_a": a.recipe,
                    "recipe_b": b.recipe, "strategy": a.strategy, "depth_a": a.depth,
-                   "depth_b": b.depth, "benchmark": bench, **_row(r)}
+                   "depth_b": b.depth, "benchmark": bench,
+                   **intervals.compare(sa, sb, alternative=alternative, ci=s.ci, **common)}
             if resample == _axes(*n_resampled)[0]:
-                eq = mb.equivalence(sa, sb, epsilon=s.equivalence_epsilon, design=design,
-                                    nboot=s.nboot, seed=s.seed, resample=resample,
-                                    alpha=(1 - s.ci) / 2, threads=threads, **seeds_kw)
-                row.update(epsilon=s.equivalence_epsilon, equivalence_p=eq.p_value,
-                           equivalent=eq.equivalent)
+                row.update(intervals.equivalence(sa, sb, epsilon=s.equivalence_epsilon,
+                                                 alpha=(1 - s.ci) / 2, **common))
             rows.append(row)
     return rows
 
@@ -219,11 +213,13 @@ def seeds_needed_table(arms: dict, s: Stats) -> pd.DataFrame:
         if len(arm.seeds) < 2:
             continue
         for bench, scores in arm.scores.items():
-            plan = mb.seeds_needed(scores, half_width=s.target_half_width,
-                                   delta=s.detect_delta, ci=s.ci)
+            plan = intervals.seeds_needed(scores, method=s.interval,
+                                          half_width=s.target_half_width,
+                                          delta=s.detect_delta, ci=s.ci)
             rows.append({"recipe": arm.recipe, "strategy": arm.strategy, "depth": arm.depth,
                          "benchmark": bench, "target_half_width": s.target_half_width,
-                         "target_delta": s.detect_delta, "ci": s.ci, **plan})
+                         "target_delta": s.detect_delta, "ci": s.ci, "interval": s.interval,
+                         **plan})
     return pd.DataFrame(rows)
 
 

@@ -79,6 +79,11 @@ def check_args(nboot, ci, seed, resample, method, threads) -> tuple[str, ...]:
         raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
     if threads is not None and not _is_int(threads, 1):
         raise ValueError(f"threads must be a positive integer or None; got {threads!r}")
+    return check_resample(resample)
+
+
+def check_resample(resample) -> tuple[str, ...]:
+    """The axes to resample (or vary), in AXES order."""
     axes = (resample,) if isinstance(resample, str) else tuple(resample)
     if not axes or len(set(axes)) != len(axes) or any(a not in AXES for a in axes):
         raise ValueError(f"resample must name one or both of {AXES} without repeats; "

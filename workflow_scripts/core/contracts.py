@@ -29,7 +29,9 @@ BASE = "base"
 ALL = "all"
 # Columns each results/stats/<table>.parquet holds at least (stats stage writes them; the
 # figures and the report read them through read_stats).
-_INTERVAL = ("estimate", "ci_low", "ci_high", "p_value", "nboot", "design", "resample", "ci")
+# `interval` is the interval method (core/intervals.py); mb_* the Multi-Bootstrap's beside it.
+_INTERVAL = ("estimate", "ci_low", "ci_high", "p_value", "interval", "design", "resample", "ci",
+             "mb_ci_low", "mb_ci_high", "mb_p_value", "nboot")
 STATS_TABLES = {
     "ci": ("metric", "recipe", "strategy", "depth", "benchmark", "n_seeds", "n_queries",
            "seed_std", *_INTERVAL),
@@ -39,7 +41,7 @@ STATS_TABLES = {
     "variance": ("metric", "recipe", "strategy", "depth", "benchmark", "var_joint",
                  "var_seeds", "var_examples", "share_seeds", "share_examples",
                  "share_interaction"),
-    "seeds_needed": ("metric", "recipe", "strategy", "depth", "benchmark", "n_seeds",
+    "seeds_needed": ("metric", "recipe", "strategy", "depth", "benchmark", "interval", "n_seeds",
                      "target_half_width", "target_delta", "half_width_now",
                      "seeds_for_half_width", "seeds_for_delta"),
     "agreement": ("metric", "recipe", "strategy", "depth", "benchmark", "seed_a", "seed_b",
@@ -281,6 +283,32 @@ def ci_level(table: pd.DataFrame) -> str:
     """The CI level a stats table records in its `ci` column (the configured stats.ci), as
     '95%'; levels joined by ' / ' should a table hold several."""
     return " / ".join(ci_label(x) for x in sorted(table["ci"].dropna().unique()))
+
+
+# How the report and the figures name the interval methods of core/intervals.py.
+INTERVAL_NAMES = {"calibrated": "calibrated", "multibootstrap": "Multi-Bootstrap"}
+WHY_THEY_DIFFER = (
+    "The two differ because the calibrated interval treats the seeds as a small sample of all "
+    "seeds (its seed part rests on seeds − 1 degrees of freedom) and counts the seed × example "
+    "noise once, while the Multi-Bootstrap resamples the few seeds as if they were all there "
+    "is (too narrow when seeds dominate) and counts that noise twice (too wide when they do "
+    "not); docs/statistics.md has the coverage table.")
+
+
+def interval_name(table: pd.DataFrame) -> str:
+    """The interval method a stats table records in its `interval` column, as the report
+    names it ('calibrated', 'Multi-Bootstrap'); joined by ' / ' should a table hold several."""
+    return " / ".join(INTERVAL_NAMES.get(m, m) for m in sorted(table["interval"].unique()))
+
+
+def ci_caption(table: pd.DataFrame) -> str:
+    """'95% calibrated CI': the level and the method of a stats table's intervals."""
+    return f"{ci_level(table)} {interval_name(table)} CI"
+
+
+def shows_reference(table: pd.DataFrame) -> bool:
+    """Whether the table's Multi-Bootstrap columns (mb_*) differ from its main interval."""
+    return bool((table["interval"] != "multibootstrap").any())
 
 
 def read_latency(path) -> pd.DataFrame:

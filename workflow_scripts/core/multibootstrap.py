@@ -36,6 +36,7 @@ from workflow_scripts.core.bootstrap_inputs import (
     seed_ids,
     two_arms,
 )
+from workflow_scripts.core.calibrated import variance_components
 
 __all__ = ["ALTERNATIVES", "AXES", "DESIGNS", "GROUP", "METHODS", "MIN_NBOOT", "BootstrapResult",
            "EquivalenceResult", "bootstrap_mean", "compare", "equivalence", "instance_agreement",
@@ -216,27 +217,6 @@ def variance_parts(scores, *, nboot: int, seed: int,
             "share_interaction": 1 - share_s - share_e,
         })
     return rows
-
-
-def variance_components(scores) -> dict[str, float]:
-    """Two-way crossed random-effects ANOVA of [seeds, examples] (runs averaged).
-
-    score[s, e] = mu + seed[s] + example[e] + residual; method-of-moments estimates, clipped at 0.
-    """
-    x = as_block(scores, "scores")
-    n_s, n_e = x.shape
-    if n_s < 2 or n_e < 2:
-        raise ValueError(f"variance components need at least 2 seeds and 2 examples; got {x.shape}")
-    grand, seed_m, ex_m = x.mean(), x.mean(axis=1), x.mean(axis=0)
-    ms_seed = n_e * np.sum((seed_m - grand) ** 2) / (n_s - 1)
-    ms_ex = n_s * np.sum((ex_m - grand) ** 2) / (n_e - 1)
-    resid = x - seed_m[:, None] - ex_m[None, :] + grand
-    ms_res = np.sum(resid**2) / ((n_s - 1) * (n_e - 1))
-    return {
-        "sigma2_seed": float(max(0.0, (ms_seed - ms_res) / n_e)),
-        "sigma2_example": float(max(0.0, (ms_ex - ms_res) / n_s)),
-        "sigma2_residual": float(ms_res),
-    }
 
 
 def seeds_needed(scores, *, half_width: float | None = None, delta: float | None = None,

@@ -202,11 +202,11 @@ LatencyProfile = stage("LatencyProfile", "latency",
                        "warmup_tolerance rounds calls_per_round discard_calls encode_calls "
                        "dtype seed")
 LatencySummary = stage("LatencySummary", "latency", "nboot ci seed")
-Stats = stage("Stats", "stats", "metric nboot ci seed equivalence_epsilon "
+Stats = stage("Stats", "stats", "metric interval nboot ci seed equivalence_epsilon "
               "target_half_width detect_delta")
 LadderData = stage("LadderData", "ladder.dataset", "n_train n_test split_seed")
 LadderTrain = stage("LadderTrain", "ladder.train", "epochs batch_size lr weight_decay device")
-LadderStats = stage("LadderStats", "ladder.stats", "nboot ci seed")
+LadderStats = stage("LadderStats", "ladder.stats", "interval nboot ci seed")
 
 STAGES: tuple[type[Settings], ...] = (
     Train, Evaluate, DocstringBenchmark, DocstringTriples, LatencyProfile, LatencySummary,

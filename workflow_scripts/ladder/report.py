@@ -13,7 +13,13 @@ import json
 
 import pandas as pd
 
-from workflow_scripts.core.contracts import atomic_path, write_text
+from workflow_scripts.core.contracts import (
+    WHY_THEY_DIFFER,
+    atomic_path,
+    interval_name,
+    shows_reference,
+    write_text,
+)
 
 LABELS = {"bp": "BP", "fa": "FA", "dfa": "DFA"}
 COLORS = {"bp": "C0", "fa": "C1", "dfa": "C2"}
@@ -42,7 +48,8 @@ def figure(table: pd.DataFrame, out) -> None:
     axes[0][0].set_ylabel("test accuracy")
     axes[0][-1].legend(loc="best", fontsize=8)
     ci = table.ci.iloc[0]
-    fig.suptitle(f"Depth ladder: mean over seeds, {ci:.0%} Multi-Bootstrap CI", fontsize=10)
+    fig.suptitle(f"Depth ladder: mean over seeds, {ci:.0%} {interval_name(table)} CI",
+                 fontsize=10)
     fig.tight_layout()
     with atomic_path(out) as tmp:
         fig.savefig(tmp, format="png", dpi=150)
@@ -69,6 +76,8 @@ def summary(table, comps, cross, identity: dict) -> str:
                                     zip(table["mean"], table["std"], strict=True)],
         f"{ci} CI": [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in
                      zip(table.ci_low, table.ci_high, strict=True)],
+        "Multi-Bootstrap": [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in
+                            zip(table.mb_ci_low, table.mb_ci_high, strict=True)],
         "train acc %": table.train_accuracy.map(_pct), "seeds": table.n_seeds,
     })
     c = pd.DataFrame({
@@ -79,17 +88,24 @@ def summary(table, comps, cross, identity: dict) -> str:
         f"{ci} CI": [f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" for lo, hi in
                      zip(comps.ci_low, comps.ci_high, strict=True)],
         "p (Δ ≤ 0)": comps.p_value.map(lambda p: f"{p:.4f}"),
+        "Multi-Bootstrap": [f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" for lo, hi in
+                            zip(comps.mb_ci_low, comps.mb_ci_high, strict=True)],
     })
+    if not shows_reference(table):  # the main interval is the Multi-Bootstrap already
+        t, c = t.drop(columns="Multi-Bootstrap"), c.drop(columns="Multi-Bootstrap")
     parts = [
         "## Depth ladder",
         "",
         "Last k of L residual blocks trainable (the rest frozen at random init; embedding, "
         "out_ln and out_head always trained). Test accuracy in %, mean ± std (ddof 1) over "
-        f"seeds; CIs are {ci} Multi-Bootstrap percentile intervals over seeds × test examples "
-        f"({nboot} draws). Design choices: docs/ladder.md.",
+        f"seeds; CIs are {ci} {interval_name(table)} intervals over seeds × test examples"
+        + (", with the Multi-Bootstrap percentile interval "
+           f"({nboot} draws) beside them. {WHY_THEY_DIFFER}" if shows_reference(table) else
+           f" ({nboot} draws).") + " Design choices: docs/ladder.md.",
         "", "### Accuracy by k", "", _md(t), "",
         "### Paired comparisons against k = 0 (paired by seed and test example)", "",
-        "Δ = acc(k) − acc(0); p is the one-sided bootstrap p-value of Δ ≤ 0.", "", _md(c), "",
+        f"Δ = acc(k) − acc(0); p is the one-sided {interval_name(comps)} p-value of Δ ≤ 0.",
+        "", _md(c), "",
         "### Frozen-stack identity check", "",
         "Per block ‖f_l(h_l)‖/‖h_l‖ and, for the whole frozen stack, ‖h_L − h_0‖/‖h_0‖ and "
         "cos(h_L, h_0) on the test inputs, averaged over examples, mean ± std over seeds; "

@@ -1,7 +1,8 @@
 """The ladder's statistics: table, paired comparisons against k=0, cross-check.
 
-- table: per (config, method, k) test accuracy, mean +- std (ddof 1) over seeds, and the
-  Multi-Bootstrap CI over seeds x test examples.
+- table: per (config, method, k) test accuracy, mean +- std (ddof 1) over seeds, and the CI
+  over seeds x test examples with `ladder.stats.interval` (core/intervals.py: calibrated by
+  default), the Multi-Bootstrap's beside it (mb_ci_low, mb_ci_high).
 - comparisons: per (config, method), each k against k=0, paired by seed (same seeds, same
   test examples): delta = acc(k) - acc(0), CI, one-sided p = P(delta <= 0). `full` marks
   k = L against k = 0.
@@ -22,7 +23,7 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.core import multibootstrap as mb
+from workflow_scripts.core import intervals
 from workflow_scripts.core.contracts import DataError, write_parquet
 from workflow_scripts.core.settings import LadderStats
 from workflow_scripts.ladder import METHODS
@@ -50,33 +51,40 @@ def scores(rows: pd.DataFrame) -> tuple[np.ndarray, list[int]]:
     return wide.to_numpy(dtype=float), [int(s) for s in wide.index]
 
 
+def resample_for(n_seeds: int) -> tuple[str, ...]:
+    """Seeds and examples; examples only for a one-seed group (nothing to resample)."""
+    return ("seeds", "examples") if n_seeds > 1 else ("examples",)
+
+
 def _order(df: pd.DataFrame, by: str) -> pd.DataFrame:
     """Rows by config, then bp/fa/dfa, then `by`."""
     return (df.assign(_m=df["method"].map(METHOD_ORDER).fillna(99))
             .sort_values(["config", "_m", by]).drop(columns="_m").reset_index(drop=True))
 
 
-def ladder_table(rows, metas, *, nboot: int, ci: float, seed: int,
+def ladder_table(rows, metas, *, interval: str, nboot: int, ci: float, seed: int,
                  threads: int | None = None) -> pd.DataFrame:
     out = []
     for (config, method, k), grp in rows.groupby(KEYS, sort=False):
         x, seeds = scores(grp)
         acc = x.mean(1)
         meta = metas[(metas.config == config) & (metas.method == method) & (metas.k == k)]
-        r = mb.bootstrap_mean(x, nboot=nboot, ci=ci, seed=seed, threads=threads)
+        r = intervals.mean(x, method=interval, ci=ci, resample=resample_for(len(seeds)),
+                           nboot=nboot, seed=seed, threads=threads)
         out.append({
             "config": config, "method": method, "k": int(k), "blocks": int(meta.blocks.iloc[0]),
             "n_seeds": len(seeds), "seeds": ",".join(map(str, seeds)), "n_examples": x.shape[1],
             "mean": float(acc.mean()), "std": float(acc.std(ddof=1)) if len(acc) > 1 else np.nan,
-            "ci_low": r.ci_low, "ci_high": r.ci_high, "ci": ci, "nboot": nboot,
-            "resample": ",".join(r.resample), "design": r.design,
+            **{c: r[c] for c in ("ci_low", "ci_high", "ci", "nboot", "resample", "design",
+                                 "mb_ci_low", "mb_ci_high")},
+            "interval": r["interval"],
             "train_accuracy": float(meta.train_accuracy.mean()),
             "train_seconds": float(meta.train_seconds.mean()),
         })
     return _order(pd.DataFrame(out), "k")
 
 
-def comparisons(rows, metas, *, nboot: int, ci: float, seed: int,
+def comparisons(rows, metas, *, interval: str, nboot: int, ci: float, seed: int,
                 threads: int | None = None) -> pd.DataFrame:
     out = []
     for (config, method), grp in rows.groupby(["config", "method"], sort=False):
@@ -87,15 +95,18 @@ def comparisons(rows, metas, *, nboot: int, ci: float, seed: int,
         a, seeds_a = scores(base)
         for k in sorted(set(grp.k) - {0}):
             b, seeds_b = scores(grp[grp.k == k])
-            r = mb.compare(a, b, design="paired", nboot=nboot, ci=ci, seed=seed,
-                           seeds_a=seeds_a, seeds_b=seeds_b, threads=threads)
+            r = intervals.compare(a, b, method=interval, design="paired",
+                                  alternative="greater", ci=ci, resample=resample_for(len(seeds_a)),
+                                  nboot=nboot, seed=seed, threads=threads, seeds_a=seeds_a,
+                                  seeds_b=seeds_b)
             out.append({
                 "config": config, "method": method, "blocks": blocks, "k_a": 0, "k_b": int(k),
                 "contrast": f"k={k} vs k=0", "full": int(k) == blocks,
                 "mean_a": float(a.mean()), "mean_b": float(b.mean()),
-                **{c: getattr(r, c) for c in ("estimate", "ci_low", "ci_high", "p_value")},
-                "ci": ci, "nboot": nboot, "design": r.design, "resample": ",".join(r.resample),
-                "alternative": r.alternative, "threshold": r.threshold,
+                **{c: r[c] for c in ("estimate", "ci_low", "ci_high", "p_value", "ci", "nboot",
+                                     "design", "resample", "alternative", "threshold",
+                                     "mb_ci_low", "mb_ci_high", "mb_p_value")},
+                "interval": r["interval"],
             })
     return _order(pd.DataFrame(out), "k_b")
 
@@ -136,7 +147,8 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     settings = LadderStats.from_json(a.settings_json)
     rows, metas = collect(a.runs)
-    opts = dict(nboot=settings.nboot, ci=settings.ci, seed=settings.seed, threads=a.threads)
+    opts = dict(interval=settings.interval, nboot=settings.nboot, ci=settings.ci,
+                seed=settings.seed, threads=a.threads)
     table = ladder_table(rows, metas, **opts)
     write_parquet(a.table, table)
     write_parquet(a.comparisons, comparisons(rows, metas, **opts))

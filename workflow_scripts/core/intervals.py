@@ -1,0 +1,80 @@
+"""One front for the two interval methods the stats stages use.
+
+- "calibrated" (core/calibrated.py, the default): keeps its nominal coverage with 3 seeds.
+- "multibootstrap" (core/multibootstrap.py): the MultiBERTs paper's method, the reference.
+
+Each function returns a flat row: the configured method's estimate, interval and p-value
+(`interval` names the method),
+plus the Multi-Bootstrap's interval and p-value as `mb_*` columns, so that every table can
+show both side by side (they coincide when the method is "multibootstrap"). The Multi-Bootstrap
+is always percentile, with the given nboot, seed and threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from workflow_scripts.core import calibrated as cal
+from workflow_scripts.core import multibootstrap as mb
+
+INTERVALS = ("calibrated", "multibootstrap")
+
+
+def _check(method: str) -> None:
+    if method not in INTERVALS:
+        raise ValueError(f"unknown interval method {method!r}; expected one of {INTERVALS}")
+
+
+def _row(r, ref, nboot: int) -> dict[str, Any]:
+    row = {"estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high,
+           "p_value": r.p_value, "interval": r.method if r.method == cal.METHOD else
+           "multibootstrap", "design": r.design, "resample": ",".join(r.resample), "ci": r.ci,
+           "mb_ci_low": ref.ci_low, "mb_ci_high": ref.ci_high, "mb_p_value": ref.p_value,
+           "nboot": nboot}
+    if r.alternative is not None:
+        row.update(alternative=r.alternative, threshold=r.threshold)
+    return row
+
+
+def mean(scores, *, method: str, ci: float, resample: Sequence[str], nboot: int, seed: int,
+         threads: int | None = None) -> dict[str, Any]:
+    """Interval of the mean score (inputs as multibootstrap.bootstrap_mean's)."""
+    _check(method)
+    ref = mb.bootstrap_mean(scores, nboot=nboot, ci=ci, seed=seed, resample=resample,
+                            threads=threads)
+    r = cal.mean_interval(scores, ci=ci, resample=resample) if method == "calibrated" else ref
+    return _row(r, ref, nboot)
+
+
+def compare(a, b, *, method: str, design: str, alternative: str, ci: float,
+            resample: Sequence[str], nboot: int, seed: int, threads: int | None = None,
+            **seeds) -> dict[str, Any]:
+    """Test of delta = metric(b) - metric(a) (inputs as multibootstrap.compare's)."""
+    _check(method)
+    ref = mb.compare(a, b, design=design, alternative=alternative, ci=ci, resample=resample,
+                     nboot=nboot, seed=seed, threads=threads, **seeds)
+    r = (cal.compare(a, b, design=design, alternative=alternative, ci=ci, resample=resample,
+                     **seeds) if method == "calibrated" else ref)
+    return _row(r, ref, nboot)
+
+
+def equivalence(a, b, *, method: str, epsilon: float, design: str, alpha: float,
+                resample: Sequence[str], nboot: int, seed: int, threads: int | None = None,
+                **seeds) -> dict[str, Any]:
+    """TOST |delta| < epsilon with the configured method: epsilon, equivalence_p, equivalent."""
+    _check(method)
+    if method == "calibrated":
+        r = cal.equivalence(a, b, epsilon=epsilon, design=design, alpha=alpha,
+                            resample=resample, **seeds)
+    else:
+        r = mb.equivalence(a, b, epsilon=epsilon, design=design, alpha=alpha, nboot=nboot,
+                           seed=seed, resample=resample, threads=threads, **seeds)
+    return {"epsilon": r.epsilon, "equivalence_p": r.p_value, "equivalent": r.equivalent}
+
+
+def seeds_needed(scores, *, method: str, **targets) -> dict[str, Any]:
+    """The seed planner matching the method: t quantiles (calibrated) or normal ones."""
+    _check(method)
+    planner = cal.seeds_needed if method == "calibrated" else mb.seeds_needed
+    return planner(scores, **targets)
