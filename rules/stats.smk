@@ -1,4 +1,5 @@
-# Statistics: Multi-Bootstrap over seeds x queries for every interval the report shows.
+# Statistics over seeds x queries for every interval the report shows: the calibrated method
+# by default (stats.interval), the Multi-Bootstrap's interval beside each.
 
 
 rule stats:
@@ -13,7 +14,7 @@ rule stats:
         bench("results/stats/ci.parquet")
     conda:
         CONDA_ENV
-    threads: 2  # the Multi-Bootstrap engine computes groups of samples on these threads
+    threads: 2  # the Multi-Bootstrap engine (the reference) computes samples on these threads
     resources:
         mem_mb=4000,
     params:

@@ -260,3 +260,19 @@ def test_an_arm_without_seed_variance_has_a_finite_interval():
     assert r.ci_low < m < r.ci_high and (r.ci_high - r.ci_low) / 2 == pytest.approx(half, rel=0.05)
     flat = cal.compare(np.ones((3, 20)), np.ones((3, 20)), alternative="two-sided")
     assert flat.ci_low == flat.ci_high == 0.0 and flat.p_value == 1.0
+
+
+def test_unpaired_seed_terms_are_drawn_as_one_welch_term():
+    """Two arms of 3 seeds with equal seed variance: Welch's df is 4, between one arm's 2 and
+    the pooled 4; drawing each arm on its own (Fisher-Behrens) gives a wider interval."""
+    a = np.array([[0.1], [0.2], [0.3]]) + np.zeros((3, 30))
+    b = a + 0.05
+    terms = cal.compare(a, b, design="unpaired", resample=("seeds",)).terms
+    merged = cal.welch(terms)
+    assert len(merged) == 1 and merged[0].df == pytest.approx(4.0)
+    assert merged[0].coef * merged[0].ms == pytest.approx(sum(t.coef * t.ms for t in terms))
+    r = cal.compare(a, b, design="unpaired", resample=("seeds",))
+    half = stats.t.ppf(0.975, 4) * math.sqrt(2 * np.var([0.1, 0.2, 0.3], ddof=1) / 3)
+    assert (r.ci_high - r.ci_low) / 2 == pytest.approx(half, rel=1e-3)
+    paired_terms = cal.compare(a, b).terms
+    assert cal.welch(paired_terms) == list(paired_terms)  # one seed term: nothing to merge

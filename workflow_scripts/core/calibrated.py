@@ -28,7 +28,8 @@ estimate - delta ~ Z * sqrt(V). The half-width h solves E_V[P(|Z| sqrt(V) > h)] 
 p-values are E_V[P(Z sqrt(V) > |estimate - threshold|)] on the tested side. With a single
 term that is exactly Student's t with S - 1 df; with several it accounts for how uncertain each
 part is, which a plug-in degrees-of-freedom formula (Satterthwaite) does not when the seed part
-rests on 2 df: bench/coverage.py prints both. The chi2 draws are a fixed Latin hypercube, so a
+rests on 2 df: bench/coverage.py prints both. Unpaired arms' seed terms are drawn as one
+term with Welch's df (see `welch`). The chi2 draws are a fixed Latin hypercube, so a
 result depends on the data only.
 
 Imports numpy and scipy only, like multibootstrap.py, whose input checks it shares.
@@ -61,7 +62,7 @@ METHOD = "calibrated"
 DRAWS = 2048  # chi2 draws per mean square: the Latin hypercube makes 2048 as good as ~1e5
 __all__ = ["DRAWS", "METHOD", "CalibratedEquivalence", "CalibratedResult", "Term", "compare",
            "equivalence", "mean_interval", "satterthwaite", "seeds_needed", "variance_components",
-           "variance_terms"]
+           "variance_terms", "welch"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class Term:
     part: str
     coef: float
     ms: float
-    df: int
+    df: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,26 +168,54 @@ def _variance(terms: Sequence[Term], scale: Sequence) -> Any:
 
 def satterthwaite(terms: Sequence[Term]) -> tuple[float, float]:
     """(variance estimate, Satterthwaite df): the plug-in t interval's ingredients. The
-    example part is dropped when it estimates below 0 (its true value is >= 0)."""
+    example part is dropped when it estimates below 0 (its true value is >= 0). When the
+    example part nearly cancels, the formula's df collapses towards 0 (its terms are large,
+    their net tiny); the df is kept at least the seed terms' smallest, as if the example
+    part were known."""
     var = float(_variance(terms, [1.0] * len(terms)))
     examples = sum(t.coef * t.ms for t in terms if t.part == "examples")
     used = [t for t in terms if t.part == "seeds" or examples > 0]
     denom = sum((t.coef * t.ms) ** 2 / t.df for t in used)
-    return var, (var**2 / denom if denom > 0 else math.inf)
+    df = var**2 / denom if denom > 0 else math.inf
+    seed_dfs = [t.df for t in terms if t.part == "seeds"]
+    return var, max(df, min(seed_dfs)) if seed_dfs else df
+
+
+def welch(terms: Sequence[Term]) -> list[Term]:
+    """The seed terms of several arms (unpaired) merged into one, with Welch-Satterthwaite's
+    df. Drawing each arm's chi2 on its own is the Fisher-Behrens interval, which covers ~99%
+    for a nominal 95% with 3 seeds per arm and equal variances; Welch's df is the better
+    calibrated answer to that Behrens-Fisher problem (bench/coverage.py)."""
+    seeds = [t for t in terms if t.part == "seeds"]
+    if len(seeds) < 2:
+        return list(terms)
+    var = sum(t.coef * t.ms for t in seeds)
+    denom = sum((t.coef * t.ms) ** 2 / t.df for t in seeds)
+    df = var**2 / denom if denom > 0 else max(t.df for t in seeds)
+    merged = Term("seeds of all arms (Welch)", "seeds", 1.0, var, df)
+    return [merged, *(t for t in terms if t.part != "seeds")]
 
 
 @functools.cache
-def _chi2_scale(df: int, slot: int) -> np.ndarray:
-    """df / chi2_df at DRAWS stratified probabilities, shuffled: a Latin hypercube whose
-    columns (slots: a term's place in its list) are independent, fixed by (df, slot)."""
-    u = (np.random.default_rng([df, slot]).permutation(DRAWS) + 0.5) / DRAWS
-    scale = df / stats.chi2.ppf(u, df)
+def _strata(slot: int) -> np.ndarray:
+    """DRAWS stratified probabilities, shuffled: column `slot` of a Latin hypercube (the
+    columns, one per term, are independent)."""
+    u = (np.random.default_rng(slot).permutation(DRAWS) + 0.5) / DRAWS
+    u.flags.writeable = False
+    return u
+
+
+@functools.lru_cache(maxsize=1024)
+def _chi2_scale(df: float, slot: int) -> np.ndarray:
+    """df / chi2_df at column `slot`'s probabilities."""
+    scale = df / stats.chi2.ppf(_strata(slot), df)
     scale.flags.writeable = False
     return scale
 
 
 def _sd_draws(terms: Sequence[Term]) -> np.ndarray:
     """[DRAWS] draws of sqrt(V) given the data (the generalized pivot of the variance)."""
+    terms = welch(terms)
     return np.sqrt(_variance(terms, [_chi2_scale(t.df, i) for i, t in enumerate(terms)]))
 
 
