@@ -6,6 +6,7 @@ numpy only.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 
 import numpy as np
 
@@ -63,6 +64,17 @@ def arm_blocks(x, name: str, baseline: bool = False) -> tuple[tuple | None, list
         counts = ", ".join(f"{k!r}: {blk.shape[0]}" for k, blk in zip(keys, blocks, strict=True))
         raise ValueError(f"{name}: benchmarks must share the seed axis; seed counts are {counts}")
     return keys, blocks
+
+
+def flat_row(result, skip: str) -> dict:
+    """A result dataclass as a flat row without field `skip`; tuples are joined with "," so
+    parquet gets strings (both interval methods' to_dict)."""
+    row = {}
+    for f in fields(result):
+        if f.name != skip:
+            value = getattr(result, f.name)
+            row[f.name] = ",".join(value) if isinstance(value, tuple) else value
+    return row
 
 
 def _is_int(x, low: int) -> bool:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,7 @@ from workflow_scripts.core.bootstrap_inputs import (
     check_open_unit,
     check_resample,
     check_sizes,
+    flat_row,
     two_arms,
 )
 
@@ -99,12 +100,7 @@ class CalibratedResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Flat row without `terms`; tuples joined with "," as in BootstrapResult.to_dict."""
-        row = {}
-        for f in fields(self):
-            if f.name != "terms":
-                value = getattr(self, f.name)
-                row[f.name] = ",".join(value) if isinstance(value, tuple) else value
-        return row
+        return flat_row(self, "terms")
 
 
 @dataclass(frozen=True, kw_only=True)

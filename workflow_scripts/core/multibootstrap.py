@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from workflow_scripts.core.bootstrap_inputs import (
     check_args,
     check_open_unit,
     check_sizes,
+    flat_row,
     seed_ids,
     two_arms,
 )
@@ -64,12 +65,7 @@ class BootstrapResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Flat row without `samples`; tuples are joined with "," so parquet gets strings."""
-        row = {}
-        for f in fields(self):
-            if f.name != "samples":
-                value = getattr(self, f.name)
-                row[f.name] = ",".join(value) if isinstance(value, tuple) else value
-        return row
+        return flat_row(self, "samples")
 
 
 @dataclass(frozen=True, kw_only=True)
