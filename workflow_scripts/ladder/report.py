@@ -74,8 +74,9 @@ def summary(table, comps, cross, identity: dict) -> str:
         "config": table.config, "method": table.method.map(LABELS), "k": table.k,
         "accuracy % (mean ± std)": [f"{_pct(m)} ± {_pct(s)}" for m, s in
                                     zip(table["mean"], table["std"], strict=True)],
-        f"{ci} CI": [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in
-                     zip(table.ci_low, table.ci_high, strict=True)],
+        f"{ci} {interval_name(table)} CI": [
+            f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(table.ci_low, table.ci_high,
+                                                          strict=True)],
         "Multi-Bootstrap": [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in
                             zip(table.mb_ci_low, table.mb_ci_high, strict=True)],
         "train acc %": table.train_accuracy.map(_pct), "seeds": table.n_seeds,
@@ -85,8 +86,9 @@ def summary(table, comps, cross, identity: dict) -> str:
         "contrast": [f"**{x}** (k=L)" if f else x for x, f in
                      zip(comps.contrast, comps.full, strict=True)],
         "Δ acc (points)": comps.estimate.map(lambda x: f"{100 * x:+.1f}"),
-        f"{ci} CI": [f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" for lo, hi in
-                     zip(comps.ci_low, comps.ci_high, strict=True)],
+        f"{ci} {interval_name(comps)} CI": [
+            f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" for lo, hi in zip(comps.ci_low, comps.ci_high,
+                                                                    strict=True)],
         "p (Δ ≤ 0)": comps.p_value.map(lambda p: f"{p:.4f}"),
         "Multi-Bootstrap": [f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" for lo, hi in
                             zip(comps.mb_ci_low, comps.mb_ci_high, strict=True)],
