@@ -123,13 +123,13 @@ def test_calibrated_by_default_with_the_multibootstrap_beside(tables, tmp_path):
     from workflow_scripts.core import calibrated as cal
     from workflow_scripts.core import multibootstrap as mb
 
-    _, t = tables
+    d, t = tables
     for name in ("ci", "comparisons"):
         assert (t[name]["interval"] == "calibrated").all(), name
     c = t["comparisons"]
     row = c[(c.kind == "recipe") & (c.benchmark == "b1") & (c.depth_a == 2)
             & (c["resample"] == "seeds,examples")].iloc[0]
-    paths = _write_evals(tmp_path)  # the same data as the fixture's (one fixed seed)
+    paths = sorted(d.glob("*.parquet"))  # the fixture's evaluation files
     arms = stats.build_arms(stats.load_evals(paths), "ndcg@10")
     a, b = arms[("short", "top", 2)].scores["b1"], arms[("long", "top", 2)].scores["b1"]
     r = cal.compare(a, b, design="paired", alternative="two-sided")

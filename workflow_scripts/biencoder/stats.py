@@ -36,8 +36,6 @@ from workflow_scripts.core import multibootstrap as mb
 from workflow_scripts.core.contracts import ALL, BASE
 from workflow_scripts.core.settings import Stats
 
-JOINT, SEEDS_ONLY, EXAMPLES_ONLY = ("seeds", "examples"), ("seeds",), ("examples",)
-
 
 @dataclass(frozen=True)
 class Arm:
@@ -79,13 +77,6 @@ def build_arms(df: pd.DataFrame, metric: str) -> dict[tuple, Arm]:
     return arms
 
 
-def _axes(*n_resampled_seeds: int) -> list[tuple[str, ...]]:
-    """Resampling schemes possible for arms whose resampled sides have these seed counts."""
-    if min(n_resampled_seeds) >= 2:
-        return [JOINT, SEEDS_ONLY, EXAMPLES_ONLY]
-    return [EXAMPLES_ONLY]  # one seed: only the examples can be resampled
-
-
 def _groups(arm_scores: dict) -> list[tuple[str, object]]:
     groups = [(b, s) for b, s in arm_scores.items()]
     if len(arm_scores) > 1:
@@ -96,7 +87,7 @@ def _groups(arm_scores: dict) -> list[tuple[str, object]]:
 def ci_table(arms: dict, s: Stats, threads: int | None = None) -> pd.DataFrame:
     rows = []
     for arm in arms.values():
-        resample = _axes(len(arm.seeds))[0]
+        resample = intervals.axes_for(len(arm.seeds))[0]
         for bench, scores in _groups(arm.scores):
             r = intervals.mean(scores, method=s.interval, ci=s.ci, resample=resample,
                                nboot=s.nboot, seed=s.seed, threads=threads)
@@ -177,17 +168,18 @@ def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None
     alternative = "greater" if kind == "trained_vs_base" else "two-sided"
     n_resampled = (len(b.seeds),) if design == "single-baseline" else (len(a.seeds),
                                                                        len(b.seeds))
+    axes = intervals.axes_for(*n_resampled)  # the first (widest) also gets the TOST
     seeds_kw = {} if design == "single-baseline" else {"seeds_a": a.seeds, "seeds_b": b.seeds}
     rows = []
     for (bench, sa), (_, sb) in zip(_groups(a.scores), _groups(b.scores), strict=True):
-        for resample in _axes(*n_resampled):
+        for resample in axes:
             common = dict(method=s.interval, design=design, resample=resample, nboot=s.nboot,
                           seed=s.seed, threads=threads, **seeds_kw)
             row = {"kind": kind, "a": a.label, "b": b.label, "recipe_a": a.recipe,
                    "recipe_b": b.recipe, "strategy": a.strategy, "depth_a": a.depth,
                    "depth_b": b.depth, "benchmark": bench,
                    **intervals.compare(sa, sb, alternative=alternative, ci=s.ci, **common)}
-            if resample == _axes(*n_resampled)[0]:
+            if resample == axes[0]:
                 row.update(intervals.equivalence(sa, sb, epsilon=s.equivalence_epsilon,
                                                  alpha=(1 - s.ci) / 2, **common))
             rows.append(row)

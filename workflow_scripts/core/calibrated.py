@@ -162,6 +162,13 @@ def _variance(terms: Sequence[Term], scale: Sequence) -> Any:
     return seeds + np.maximum(examples, 0.0)
 
 
+def _combine(terms: Sequence[Term]) -> tuple[float, float]:
+    """sum(coef * ms) and its Satterthwaite df, sum^2 / sum((coef * ms)^2 / df)."""
+    var = sum(t.coef * t.ms for t in terms)
+    denom = sum((t.coef * t.ms) ** 2 / t.df for t in terms)
+    return var, (var**2 / denom if denom > 0 else math.inf)
+
+
 def satterthwaite(terms: Sequence[Term]) -> tuple[float, float]:
     """(variance estimate, Satterthwaite df): the plug-in t interval's ingredients. The
     example part is dropped when it estimates below 0 (its true value is >= 0). When the
@@ -170,9 +177,7 @@ def satterthwaite(terms: Sequence[Term]) -> tuple[float, float]:
     part were known."""
     var = float(_variance(terms, [1.0] * len(terms)))
     examples = sum(t.coef * t.ms for t in terms if t.part == "examples")
-    used = [t for t in terms if t.part == "seeds" or examples > 0]
-    denom = sum((t.coef * t.ms) ** 2 / t.df for t in used)
-    df = var**2 / denom if denom > 0 else math.inf
+    _, df = _combine([t for t in terms if t.part == "seeds" or examples > 0])
     seed_dfs = [t.df for t in terms if t.part == "seeds"]
     return var, max(df, min(seed_dfs)) if seed_dfs else df
 
@@ -185,9 +190,9 @@ def welch(terms: Sequence[Term]) -> list[Term]:
     seeds = [t for t in terms if t.part == "seeds"]
     if len(seeds) < 2:
         return list(terms)
-    var = sum(t.coef * t.ms for t in seeds)
-    denom = sum((t.coef * t.ms) ** 2 / t.df for t in seeds)
-    df = var**2 / denom if denom > 0 else max(t.df for t in seeds)
+    var, df = _combine(seeds)
+    if math.isinf(df):  # no seed variance at all: any df draws the same zero
+        df = max(t.df for t in seeds)
     merged = Term("seeds of all arms (Welch)", "seeds", 1.0, var, df)
     return [merged, *(t for t in terms if t.part != "seeds")]
 

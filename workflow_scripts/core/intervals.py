@@ -19,6 +19,15 @@ from workflow_scripts.core import calibrated as cal
 from workflow_scripts.core import multibootstrap as mb
 
 INTERVALS = ("calibrated", "multibootstrap")
+JOINT, SEEDS_ONLY, EXAMPLES_ONLY = ("seeds", "examples"), ("seeds",), ("examples",)
+
+
+def axes_for(*n_resampled_seeds: int) -> list[tuple[str, ...]]:
+    """The resampling schemes possible for arms whose random-seed sides have these seed counts:
+    joint, then the two one-axis ablations; examples only when a side has one seed."""
+    if min(n_resampled_seeds) >= 2:
+        return [JOINT, SEEDS_ONLY, EXAMPLES_ONLY]
+    return [EXAMPLES_ONLY]
 
 
 def _check(method: str) -> None:

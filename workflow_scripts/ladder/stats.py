@@ -51,11 +51,6 @@ def scores(rows: pd.DataFrame) -> tuple[np.ndarray, list[int]]:
     return wide.to_numpy(dtype=float), [int(s) for s in wide.index]
 
 
-def resample_for(n_seeds: int) -> tuple[str, ...]:
-    """Seeds and examples; examples only for a one-seed group (nothing to resample)."""
-    return ("seeds", "examples") if n_seeds > 1 else ("examples",)
-
-
 def _order(df: pd.DataFrame, by: str) -> pd.DataFrame:
     """Rows by config, then bp/fa/dfa, then `by`."""
     return (df.assign(_m=df["method"].map(METHOD_ORDER).fillna(99))
@@ -69,7 +64,7 @@ def ladder_table(rows, metas, *, interval: str, nboot: int, ci: float, seed: int
         x, seeds = scores(grp)
         acc = x.mean(1)
         meta = metas[(metas.config == config) & (metas.method == method) & (metas.k == k)]
-        r = intervals.mean(x, method=interval, ci=ci, resample=resample_for(len(seeds)),
+        r = intervals.mean(x, method=interval, ci=ci, resample=intervals.axes_for(len(seeds))[0],
                            nboot=nboot, seed=seed, threads=threads)
         out.append({
             "config": config, "method": method, "k": int(k), "blocks": int(meta.blocks.iloc[0]),
@@ -96,9 +91,9 @@ def comparisons(rows, metas, *, interval: str, nboot: int, ci: float, seed: int,
         for k in sorted(set(grp.k) - {0}):
             b, seeds_b = scores(grp[grp.k == k])
             r = intervals.compare(a, b, method=interval, design="paired",
-                                  alternative="greater", ci=ci, resample=resample_for(len(seeds_a)),
-                                  nboot=nboot, seed=seed, threads=threads, seeds_a=seeds_a,
-                                  seeds_b=seeds_b)
+                                  alternative="greater", ci=ci,
+                                  resample=intervals.axes_for(len(seeds_a))[0], nboot=nboot,
+                                  seed=seed, threads=threads, seeds_a=seeds_a, seeds_b=seeds_b)
             out.append({
                 "config": config, "method": method, "blocks": blocks, "k_a": 0, "k_b": int(k),
                 "contrast": f"k={k} vs k=0", "full": int(k) == blocks,
