@@ -26,9 +26,15 @@ except ValueError as e:
 # and the depth-utility ladder (`ladder:`).
 HAS_BIENCODER = "recipes" in config
 HAS_LADDER = "ladder" in config
+HAS_CLAIMS = bool(config["claims"])
 
 
 include: "rules/common.smk"
+
+
+if HAS_CLAIMS:
+
+    include: "rules/claims.smk"
 
 
 if HAS_LADDER:
@@ -70,3 +76,4 @@ rule all:
     input:
         BIENCODER_OUTPUTS,
         LADDER_OUTPUTS if HAS_LADDER else [],
+        CLAIM_OUTPUTS if HAS_CLAIMS else [],

@@ -34,6 +34,7 @@ rule report:
         cards=[f"data/beir/{b}/DATACARD.md" for b in BENCHMARKS]
         + [f"data/train/{TRAIN_DATA}.DATACARD.md"],
         extra=REPORT_EXTRAS,
+        claims="results/claims.md" if HAS_CLAIMS else [],
         figures=[f for name in FIGURES for f in figure_files(name)],
         code=code("biencoder.report"),
     output:
@@ -46,8 +47,11 @@ rule report:
         "logs/report/results.log",
     conda:
         CONDA_ENV
+    params:
+        claims="--claims results/claims.md" if HAS_CLAIMS else "",
     shell:
         "python -m workflow_scripts.biencoder.report --stats-dir results/stats"
         " --latency-summary {input.latency_summary} --latency-ladder {input.latency_ladder}"
         " --latency-coherence {input.latency_coherence} --usage {input.usage}"
-        " --cards {input.cards} --extra {input.extra} --out {output} > {log} 2>&1"
+        " --cards {input.cards} --extra {input.extra} {params.claims}"
+        " --out {output} > {log} 2>&1"

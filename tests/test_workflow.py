@@ -49,7 +49,24 @@ def tiny_config(model_dir) -> dict:
             "crosscheck": False,
             "stats": {"nboot": 200},
         },
+        "claims": TINY_CLAIMS,
     }
+
+
+# One claim of each study (bi-encoder, latency, ladder), so that the tiny run decides them.
+TINY_CLAIMS = [
+    {"id": "deeper-helps", "statement": "Two layers beat one at r1",
+     "a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r1", "depth": 2}, "test": "greater"},
+    {"id": "budget", "statement": "r4 is no better than r1 at any depth",
+     "for_each": {"depth": "all"}, "a": {"recipe": "r1"}, "b": {"recipe": "r4"},
+     "test": "less", "threshold": 0.05},
+    {"id": "latency", "statement": "Latency is linear and L1 is faster",
+     "all_of": [{"estimate": "latency_coherent"},
+                {"estimate": "latency_ratio", "a": {"depth": 2}, "b": {"depth": 1},
+                 "test": "less", "threshold": 0.95}]},
+    {"id": "ladder-bp", "statement": "BP uses the blocks",
+     "a": {"method": "bp", "k": 0}, "b": {"method": "bp", "k": 2}, "test": "greater"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +148,8 @@ def test_moved_study_has_nothing_to_do(tiny_run):
 IMPORTERS = {
     "workflow_scripts/biencoder/models.py": {"train", "evaluate_trained", "evaluate_base",
                                              "latency_run"},
-    "workflow_scripts/core/multibootstrap.py": {"stats", "ladder_stats"},
+    "workflow_scripts/core/multibootstrap.py": {"stats", "ladder_stats", "claims"},
+    "workflow_scripts/claims/render.py": {"claims", "claims_figure"},
     "workflow_scripts/biencoder/figures.py": {"figure_depth_vs_budget", "figure_pareto",
                                               "figure_per_benchmark_degradation",
                                               "figure_seed_variance"},
@@ -192,6 +210,24 @@ def test_changed_setting_reruns_only_the_stages_that_read_it(tiny_run, tmp_path)
 
 
 @pytest.mark.slow
+def test_edited_claim_reruns_only_the_claims_their_figure_and_the_report(tiny_run, tmp_path):
+    wd, cfg, _ = tiny_run
+    table = pd.read_parquet(wd / "results/claims.parquet")
+    heads = table[table.row == "claim"]
+    assert list(heads.claim) == [c["id"] for c in TINY_CLAIMS]
+    assert "not-applicable" not in set(heads.verdict)
+    assert (wd / "results/figures/claims.png").stat().st_size > 10_000
+    results = (wd / "results/RESULTS.md").read_text()
+    assert results.index("## Claims") < results.index("## Mean")
+    conf = yaml.safe_load(cfg.read_text())
+    conf["claims"][1]["threshold"] = 0.01
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(yaml.safe_dump(conf))
+    assert {rule for rule, _, _ in planned_jobs(_dry(wd, edited))} == {
+        "claims", "claims_figure", "report", "all"}
+
+
+@pytest.mark.slow
 def test_changed_benchmark_reruns_only_its_evaluations(tiny_run):
     wd, cfg, _ = tiny_run
     queries = wd / "data/beir/tiny-a/queries.jsonl"
@@ -226,6 +262,7 @@ def _expected_counts(cfg: dict) -> dict[str, int]:
         "latency_run": cfg["latency"]["runs"],
         "stats": 1, "report": 1, "figure_pareto": 1, "figure_depth_vs_budget": 1,
         "figure_seed_variance": 1, "figure_per_benchmark_degradation": 1,
+        "claims": 1, "claims_figure": 1,
     }
 
 
@@ -271,6 +308,7 @@ def test_a_config_may_hold_only_one_study(tmp_path):
                      str(ROOT / "config/ladder.yaml"))
     counts = job_counts(proc.stdout + proc.stderr)
     assert counts["ladder_train"] == 72 and "train" not in counts
+    assert counts["claims"] == 1 and counts["claims_figure"] == 1
 
 
 def test_paper_config_lists_exactly_the_papers_jobs(tmp_path):
@@ -281,6 +319,7 @@ def test_paper_config_lists_exactly_the_papers_jobs(tmp_path):
     assert counts["evaluate_trained"] == 60 and counts["evaluate_base"] == 12
     assert counts["beir_download"] == 3 and counts["triples_download"] == 1
     assert counts["latency_run"] == 3 and counts["stats"] == 1 and counts["report"] == 1
+    assert counts["claims"] == 1 and counts["claims_figure"] == 1
     assert not any(r.startswith("ladder") for r in counts)
     text = proc.stdout
     assert "gpu=1" in text.split("rule train:")[1].split("rule ")[0]

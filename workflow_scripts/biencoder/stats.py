@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,48 +32,9 @@ import pandas as pd
 
 from workflow_scripts.core import contracts, intervals
 from workflow_scripts.core import multibootstrap as mb
+from workflow_scripts.core.arms import Arm, build_arms, design_for, load_evals
 from workflow_scripts.core.contracts import ALL, BASE
 from workflow_scripts.core.settings import Stats
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One model configuration: per-seed, per-query scores for each benchmark."""
-
-    recipe: str
-    strategy: str
-    depth: int
-    seeds: tuple[int, ...]
-    scores: dict  # benchmark -> float array [seeds, queries], queries sorted by id
-
-    @property
-    def label(self) -> str:
-        return f"{self.recipe}/{self.strategy}{self.depth}"
-
-
-def load_evals(paths) -> pd.DataFrame:
-    frames = [contracts.read_eval(p).assign(_path=str(p)) for p in paths]
-    if not frames:
-        raise contracts.DataError("no evaluation files given")
-    return pd.concat(frames, ignore_index=True)
-
-
-def build_arms(df: pd.DataFrame, metric: str) -> dict[tuple, Arm]:
-    """Group the long table into arms; every seed of an arm must have the same queries."""
-    arms = {}
-    for (recipe, strategy, depth), g in df.groupby(["recipe", "strategy", "depth"], sort=True):
-        seeds = tuple(sorted(int(s) for s in g["seed"].unique()))
-        scores = {}
-        for bench, gb in g.groupby("benchmark", sort=True):
-            wide = gb.pivot(index="seed", columns="query_id", values=metric)
-            if set(wide.index) != set(seeds) or wide.isna().any().any():
-                files = ", ".join(sorted(gb["_path"].unique()))
-                raise contracts.DataError(
-                    f"{recipe}/{strategy}{depth}/{bench}: seeds do not share one query set "
-                    f"or a seed is missing ({files})")
-            scores[bench] = wide.loc[list(seeds)].sort_index(axis=1).to_numpy(np.float64)
-        arms[(recipe, strategy, int(depth))] = Arm(recipe, strategy, int(depth), seeds, scores)
-    return arms
 
 
 def _groups(arm_scores: dict) -> list[tuple[str, object]]:
@@ -150,16 +110,6 @@ def comparison_pairs(arms: dict, budget_order: list[str]) -> list[tuple[str, tup
                 if (r_a, strategy, d) in arms and (r_b, strategy, d) in arms:
                     pairs.append(("recipe", (r_a, strategy, d), (r_b, strategy, d)))
     return pairs
-
-
-def design_for(a: Arm, b: Arm) -> str:
-    """Paired where the arms share their seeds, single-baseline where `a` is one model (the
-    untrained base, or a one-seed recipe), else unpaired."""
-    if set(a.seeds) == set(b.seeds):
-        return "paired"
-    if len(a.seeds) == 1:
-        return "single-baseline"
-    return "unpaired"
 
 
 def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None

@@ -37,6 +37,7 @@ Imports numpy and scipy only, like multibootstrap.py, whose input checks it shar
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -62,8 +63,8 @@ from workflow_scripts.core.bootstrap_inputs import (
 METHOD = "calibrated"
 DRAWS = 2048  # chi2 draws per mean square: the Latin hypercube makes 2048 as good as ~1e5
 __all__ = ["DRAWS", "METHOD", "CalibratedEquivalence", "CalibratedResult", "Term", "compare",
-           "equivalence", "mean_interval", "satterthwaite", "seeds_needed", "variance_components",
-           "variance_terms", "welch"]
+           "equivalence", "mean_interval", "satterthwaite", "seeds_for_margin", "seeds_needed",
+           "variance_components", "variance_terms", "welch"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class Term:
     coef: float
     ms: float
     df: float
+    seeds: int = 0  # the seed count coef divides by (seed and residual terms); 0: none
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,7 +138,7 @@ def variance_terms(arms: list[Arm], resample: tuple[str, ...]) -> list[Term]:
             metric = np.mean([blk.mean(axis=1) for blk in arm.blocks], axis=0)
             n = len(metric)
             terms.append(Term(f"seeds of {arm.name}", "seeds", 1 / n,
-                              float(np.var(metric, ddof=1)), n - 1))
+                              float(np.var(metric, ddof=1)), n - 1, n))
     if "examples" in resample:
         for k in range(n_bench):
             d = sum(a.sign * a.blocks[k].mean(axis=0) for a in arms)
@@ -149,7 +151,7 @@ def variance_terms(arms: list[Arm], resample: tuple[str, ...]) -> list[Term]:
                 s, q = blk.shape
                 terms.append(Term(f"residual of {arm.name}, benchmark {k}", "examples",
                                   -1 / (n_bench**2 * q * s), _residual_ms(blk),
-                                  (s - 1) * (q - 1)))
+                                  (s - 1) * (q - 1), s))
     return terms
 
 
@@ -321,6 +323,28 @@ def equivalence(a, b, *, epsilon: float, design: str = "paired", alpha: float = 
 # ---------------------------------------------------------------------------------------
 # Planning
 # ---------------------------------------------------------------------------------------
+def seeds_for_margin(terms: Sequence[Term], margin: float, ci: float = 0.95) -> int | None:
+    """Seeds per random-seed arm at which an estimate with these variance terms (a result's
+    `terms`) gets a plug-in t half-width (Satterthwaite df) of at most `margin`, the examples
+    as they are: what would settle a test whose estimate lies `margin` from its threshold.
+    Seed and residual terms scale as seeds / n (their df with n); None when the example
+    part alone keeps it wider, or no term depends on the seeds."""
+    check_open_unit("ci", ci)
+    if not (math.isfinite(margin) and margin > 0) or not any(t.seeds for t in terms):
+        return None
+
+    def at(n: int) -> list[Term]:
+        return [t if not t.seeds else dataclasses.replace(
+            t, coef=t.coef * t.seeds / n, seeds=n,
+            df=(n - 1) * (t.df / (t.seeds - 1) if t.seeds > 1 else 1.0)) for t in terms]
+
+    def enough(n: int) -> bool:
+        var, df = satterthwaite(at(n))
+        return float(stats.t.ppf((1 + ci) / 2, df)) * math.sqrt(var) <= margin
+
+    return _fewest_seeds(enough)
+
+
 def variance_components(scores) -> dict[str, float]:
     """Two-way crossed random-effects ANOVA of [seeds, examples] (runs averaged).
 

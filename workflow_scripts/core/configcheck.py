@@ -46,6 +46,7 @@ def cross_errors(config: dict) -> list[str]:
         if name in names[:i]:
             msgs.append(f"config key ladder.configs[{i}].name: {name!r} is used twice; "
                         "config names must be unique")
+    msgs += claim_errors(config)
     if "recipes" not in config:
         return msgs
     datasets = config["datasets"]
@@ -65,6 +66,18 @@ def cross_errors(config: dict) -> list[str]:
         if r not in config["recipes"]:
             msgs.append(f"config key figures.budget_pair[{i}]: {r!r} is not a recipe")
     return msgs
+
+
+def claim_errors(config: dict) -> list[str]:
+    """The first problem of the claims against this config's grid (unknown arms, benchmarks
+    or metrics, missing margins, empty families), naming the claim id and key."""
+    from workflow_scripts.claims import spec
+
+    try:
+        spec.parse(config.get("claims", []), spec.grid_from_config(config))
+    except spec.ClaimError as e:
+        return [str(e)]
+    return []
 
 
 def fill_defaults(data: dict, name: str = "") -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -45,3 +46,21 @@ def read_run(path):
         raise DataError(f"{path}: not a ladder run file (missing "
                         f"{', '.join(missing) or 'metadata'})")
     return table.to_pandas(), json.loads(meta)
+
+
+def collect(paths) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-example rows of all runs, one row per run with its metadata)."""
+    rows, metas = [], []
+    for path in paths:
+        df, meta = read_run(path)
+        rows.append(df)
+        metas.append({**meta, "path": str(path)})
+    return pd.concat(rows, ignore_index=True), pd.DataFrame(metas)
+
+
+def scores(rows: pd.DataFrame) -> tuple[np.ndarray, list[int]]:
+    """[seeds, examples] 0/1 correctness and the seed ids, seeds ascending."""
+    wide = rows.pivot(index="seed", columns="example_id", values="correct").sort_index()
+    if wide.isna().any().any():
+        raise DataError("runs of one group do not cover the same test examples")
+    return wide.to_numpy(dtype=float), [int(s) for s in wide.index]

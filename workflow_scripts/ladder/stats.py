@@ -27,28 +27,10 @@ from workflow_scripts.core import intervals
 from workflow_scripts.core.contracts import DataError, write_parquet
 from workflow_scripts.core.settings import LadderStats
 from workflow_scripts.ladder import METHODS
-from workflow_scripts.ladder.runs import read_run
+from workflow_scripts.ladder.runs import collect, scores
 
 KEYS = ["config", "method", "k"]
 METHOD_ORDER = {m: i for i, m in enumerate(METHODS)}
-
-
-def collect(paths) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per-example rows of all runs, one row per run with its metadata)."""
-    rows, metas = [], []
-    for path in paths:
-        df, meta = read_run(path)
-        rows.append(df)
-        metas.append({**meta, "path": str(path)})
-    return pd.concat(rows, ignore_index=True), pd.DataFrame(metas)
-
-
-def scores(rows: pd.DataFrame) -> tuple[np.ndarray, list[int]]:
-    """[seeds, examples] 0/1 correctness and the seed ids, seeds ascending."""
-    wide = rows.pivot(index="seed", columns="example_id", values="correct").sort_index()
-    if wide.isna().any().any():
-        raise DataError("runs of one group do not cover the same test examples")
-    return wide.to_numpy(dtype=float), [int(s) for s in wide.index]
 
 
 def _order(df: pd.DataFrame, by: str) -> pd.DataFrame:

@@ -1,0 +1,57 @@
+# Claims (docs/claims.md): the config's findings, decided on the per-query evaluations, the
+# ladder's runs and the latency runs they name. The claims and their grid are this rule's
+# params, so editing one claim reruns exactly this rule, its figure and the report.
+import json
+
+from workflow_scripts.claims import spec as claim_spec
+from workflow_scripts.claims.layout import input_files as claim_inputs
+
+CLAIM_GRID = claim_spec.grid_from_config(config)
+CLAIMS = claim_spec.parse(config["claims"], CLAIM_GRID)
+CLAIM_FIGURES = [
+    f"results/figures/claims.{fmt}" for fmt in config["figures"]["formats"]
+]
+CLAIM_OUTPUTS = ["results/claims.parquet", "results/claims.md", *CLAIM_FIGURES]
+
+
+localrules:
+    claims,
+    claims_figure,
+
+
+rule claims:
+    input:
+        results=[str(p) for p in claim_inputs("results", CLAIM_GRID, CLAIMS)],
+        code=code("claims.__main__"),
+    output:
+        table="results/claims.parquet",
+        md="results/claims.md",
+    log:
+        "logs/claims/claims.log",
+    conda:
+        CONDA_ENV
+    params:
+        settings=settings_json("Claims"),
+        grid=json.dumps(CLAIM_GRID.to_dict(), sort_keys=True),
+    shell:
+        "python -m workflow_scripts.claims --settings-json {params.settings:q}"
+        " --grid-json {params.grid:q} --results results --table {output.table}"
+        " --markdown {output.md} --threads {threads} > {log} 2>&1"
+
+
+rule claims_figure:
+    input:
+        table="results/claims.parquet",
+        code=code("claims.render"),
+    output:
+        [
+            report(p, caption="../docs/report/claims.rst", category="Claims")
+            for p in CLAIM_FIGURES
+        ],
+    log:
+        "logs/claims/figure.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "python -m workflow_scripts.claims.render --table {input.table} --figure {output}"
+        " > {log} 2>&1"

@@ -1,0 +1,409 @@
+"""Claims as code: the language, the decision rules on data of known truth, the null rate of
+false "supported", Holm, bad claims, and the paper's and the default's claims end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import ROOT
+
+from workflow_scripts.claims import __main__ as cli
+from workflow_scripts.claims import decide, layout, spec
+from workflow_scripts.claims.data import Data
+from workflow_scripts.core import contracts
+from workflow_scripts.core.arms import Arm
+from workflow_scripts.core.configcheck import check_config
+
+BENCH = ("b1", "b2", "b3")
+FAST = decide.Options(nboot=200, ladder_nboot=200, latency_nboot=300)
+
+
+def grid(depths=(1, 2, 3), recipes=("r1", "r2"), seeds=(1, 2, 3)) -> spec.Grid:
+    conf = {"recipes": {r: {"seeds": list(seeds)} for r in recipes}, "depths": list(depths),
+            "strategies": ["top"], "benchmarks": list(BENCH),
+            "ladder": {"configs": [{"name": "c", "L": 2}], "methods": ["bp"], "seeds": [1, 2, 3]}}
+    return spec.grid_from_config(conf)
+
+
+def arm_scores(rng, mean, seeds=3, queries=300, seed_sd=0.01, query_sd=0.2, noise=0.05,
+               query_effects=None):
+    q = query_effects if query_effects is not None else rng.normal(0, query_sd, queries)
+    return (mean + rng.normal(0, seed_sd, (seeds, 1)) + q[None, :]
+            + rng.normal(0, noise, (seeds, len(q))))
+
+
+def data_for(means: dict, rng, seeds=(1, 2, 3), **kw) -> Data:
+    """Bi-encoder arms (recipe, "top", depth) -> mean per benchmark (a number or a dict)."""
+    effects = {b: rng.normal(0, 0.2, 300) for b in BENCH}  # shared by every arm: paired
+    arms = {}
+    for (recipe, depth), mean in means.items():
+        per = mean if isinstance(mean, dict) else dict.fromkeys(BENCH, mean)
+        s = seeds if recipe != "base" else (-1,)
+        arms[(recipe, "top", depth)] = Arm(recipe, "top", depth, tuple(s), {
+            b: arm_scores(rng, per[b], seeds=len(s), query_effects=effects[b], **kw)
+            for b in BENCH})
+    return Data(biencoder={"ndcg@10": arms})
+
+
+def verdict(claim: dict, data: Data, g=None, options=FAST) -> tuple[str, pd.DataFrame]:
+    claims = spec.parse([{"id": "x", "statement": "s", **claim}], g or grid())
+    table = decide.decide(claims, data, options)
+    return table.iloc[0]["verdict"], table
+
+
+# ---------------------------------------------------------------------------------------
+# The language
+# ---------------------------------------------------------------------------------------
+def test_generators_expand_to_the_members_they_name():
+    g = grid()
+    (c,) = spec.parse([{"id": "p", "statement": "s", "pairs": {"recipe": "r1", "depth": "all"},
+                        "test": "equivalent", "epsilon": 0.01}], g)
+    assert [m.label for m in c.members] == ["r1/top2 − r1/top1 [all]", "r1/top3 − r1/top1 [all]",
+                                            "r1/top3 − r1/top2 [all]"]
+    (c,) = spec.parse([{"id": "d", "statement": "s", "estimate": "difference_of_differences",
+                        "for_each": {"depth": [1, 3]}, "a": {"recipe": "r1"},
+                        "b": {"recipe": "r2"}, "benchmark": "b3", "test": "less"}], g)
+    assert [(m.b, m.benchmark, m.versus) for m in c.members] == [
+        (("r2", "top", 1), "b3", "b1"), (("r2", "top", 1), "b3", "b2"),
+        (("r2", "top", 3), "b3", "b1"), (("r2", "top", 3), "b3", "b2")]
+    (c,) = spec.parse([{"id": "l", "statement": "s", "all_of": [
+        {"adjacent": {"method": "bp", "k": "all"}, "test": "greater"},
+        {"a": {"method": "bp", "k": "first"}, "b": {"method": "bp", "k": "last"},
+         "test": "greater", "threshold": 0.2}]}], g)
+    assert [m.label for m in c.members] == ["c/bp/k1 − c/bp/k0", "c/bp/k2 − c/bp/k1",
+                                            "c/bp/k2 − c/bp/k0"]
+    (c,) = spec.parse([{"id": "b", "statement": "s", "candidate": {"recipe": "r1", "depth": 2},
+                        "among": {"depth": "all"}, "test": "greater"}], g)
+    assert [(m.a[2], m.b[2]) for m in c.members] == [(1, 2), (3, 2)]
+
+
+def test_a_claim_on_a_study_the_config_lacks_is_not_applicable():
+    g = spec.Grid(ladder=grid().ladder, ladder_seeds=(1, 2, 3))
+    (c,) = spec.parse([{"id": "x", "statement": "s", "a": {"recipe": "r1", "depth": 1},
+                        "b": {"recipe": "r1", "depth": 2}, "test": "greater"}], g)
+    assert c.not_applicable.startswith("this config has no bi-encoder study")
+    table = decide.decide([c], Data(), FAST)
+    assert table.iloc[0]["verdict"] == "not-applicable"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"b": {"recipe": "nope"}}, "claims[1] (id long-degrades).b.recipe: 'nope' is not in"),
+    ({"benchmark": "fiqa"}, "claims[1] (id long-degrades).benchmark: 'fiqa' is not a benchmark"),
+    ({"metric": "ndcg@11"}, "claims[1] (id long-degrades).metric: 'ndcg@11' is not a metric"),
+    ({"test": "equivalent"}, "claims[1] (id long-degrades).epsilon: missing; a equivalent test "
+                             "needs the margin ε"),
+    ({"for_each": {"depth": {"min": 9}}}, "claims[1] (id long-degrades).for_each: the family is "
+                                          "empty"),
+    ({"a": {"recipe": "short", "depth": 7}}, "claims[1] (id long-degrades).a.depth: 7 is not"),
+])
+def test_bad_claims_stop_at_the_config_check_naming_id_and_key(change, message):
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    cfg["claims"][1].update(change)
+    with pytest.raises(ValueError, match=r"invalid configuration") as e:
+        check_config(cfg)
+    assert message in str(e.value)
+
+
+def test_bad_claim_stops_snakemake_before_any_job(tmp_path):
+    from conftest import snakemake
+
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    cfg["claims"][0]["pairs"]["recipe"] = "shrot"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(bad), check=False)
+    assert proc.returncode != 0
+    assert "claims[0] (id depth-invariant-short).pairs.recipe: 'shrot'" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+# ---------------------------------------------------------------------------------------
+# Each kind: supported, refuted and inconclusive where it must be
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("delta", "expected"), [(0.05, "supported"), (-0.05, "refuted"),
+                                                 (0.0, "inconclusive")])
+def test_one_sided_difference(delta, expected):
+    rng = np.random.default_rng(12)
+    data = data_for({("r1", 1): 0.3, ("r1", 2): 0.3 + delta}, rng)
+    v, table = verdict({"a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r1", "depth": 2},
+                        "test": "greater"}, data)
+    assert v == expected
+    row = table.iloc[1]
+    assert row["design"] == "paired" and row["ci_low"] < row["estimate"] < row["ci_high"]
+    if expected == "inconclusive":
+        assert "seeds" in row["note"]
+
+
+@pytest.mark.parametrize(("delta", "expected"), [(0.0, "supported"), (0.08, "refuted"),
+                                                 (0.012, "inconclusive")])
+def test_equivalence_of_every_pair(delta, expected):
+    rng = np.random.default_rng(1)
+    data = data_for({("r1", 1): 0.3, ("r1", 2): 0.3, ("r1", 3): 0.3 + delta}, rng,
+                    seed_sd=0.002, noise=0.02)
+    v, table = verdict({"pairs": {"recipe": "r1", "depth": "all"}, "test": "equivalent",
+                        "epsilon": 0.03 if delta != 0.012 else 0.015}, data)
+    assert v == expected
+    assert table["n_members"].iloc[0] == 3
+
+
+@pytest.mark.parametrize(("other", "expected"), [(0.25, "supported"), (0.35, "refuted"),
+                                                 (0.30, "inconclusive")])
+def test_best_in_a_set(other, expected):
+    rng = np.random.default_rng(2)
+    data = data_for({("r1", 1): other, ("r1", 2): 0.3, ("r1", 3): 0.2}, rng)
+    v, _ = verdict({"candidate": {"recipe": "r1", "depth": 2}, "among": {"depth": "all"},
+                    "test": "greater"}, data)
+    assert v == expected
+
+
+@pytest.mark.parametrize(("drop_b3", "expected"), [(0.08, "supported"), (0.0, "refuted"),
+                                                   (0.02, "inconclusive")])
+def test_difference_of_differences(drop_b3, expected):
+    rng = np.random.default_rng(3)
+    a = {"b1": 0.3, "b2": 0.3, "b3": 0.3}
+    b = {"b1": 0.28, "b2": 0.28, "b3": 0.3 - drop_b3}  # the others drop 0.02
+    if expected == "refuted":
+        b = {"b1": 0.22, "b2": 0.22, "b3": 0.3}
+    data = data_for({("r1", 1): a, ("r2", 1): b}, rng, seed_sd=0.005)
+    v, table = verdict({"estimate": "difference_of_differences", "a": {"recipe": "r1"},
+                        "b": {"recipe": "r2"}, "for_each": {"depth": [1]}, "benchmark": "b3",
+                        "test": "less"}, data, grid(depths=(1,)))
+    assert v == expected
+    est = table[table.row == "member"]["estimate"].to_numpy()
+    truth = {"supported": -0.06, "refuted": 0.08, "inconclusive": 0.0}[expected]
+    assert np.allclose(est, truth, atol=0.03)
+
+
+def test_difference_of_differences_is_the_signed_sum_of_benchmark_means():
+    rng = np.random.default_rng(4)
+    data = data_for({("r1", 1): 0.3, ("r2", 1): 0.25}, rng)
+    _, table = verdict({"estimate": "difference_of_differences", "a": {"recipe": "r1"},
+                        "b": {"recipe": "r2"}, "for_each": {"depth": [1]}, "benchmark": "b3",
+                        "versus": "b1", "test": "less"}, data, grid(depths=(1,)))
+    arms = data.biencoder["ndcg@10"]
+    a, b = arms[("r1", "top", 1)].scores, arms[("r2", "top", 1)].scores
+    want = (b["b3"].mean() - a["b3"].mean()) - (b["b1"].mean() - a["b1"].mean())
+    assert table.iloc[1]["estimate"] == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.parametrize(("ratio", "test", "expected"), [
+    (0.55, {"test": "consistent", "value": 0.55}, "supported"),
+    (0.55, {"test": "consistent", "value": 0.80}, "refuted"),
+    (0.55, {"test": "less", "threshold": 0.85}, "supported"),
+    (0.95, {"test": "less", "threshold": 0.85}, "refuted"),
+    (0.86, {"test": "less", "threshold": 0.85}, "inconclusive"),
+])
+def test_ratio(ratio, test, expected):
+    rng = np.random.default_rng(5)
+    data = data_for({("r1", 1): 0.4, ("r2", 1): 0.4 * ratio}, rng, query_sd=0.1)
+    v, table = verdict({"estimate": "ratio", "a": {"recipe": "r1", "depth": 1},
+                        "b": {"recipe": "r2", "depth": 1}, **test}, data)
+    assert v == expected
+    row = table.iloc[1]
+    assert row["ci_low"] < row["estimate"] < row["ci_high"]
+    assert row["estimate"] == pytest.approx(ratio, abs=0.03)
+
+
+def test_fieller_interval_is_where_the_contrast_test_turns():
+    """A ratio's interval ends exactly where b - rho * a's interval reaches 0."""
+    rng = np.random.default_rng(6)
+    data = data_for({("r1", 1): 0.4, ("r2", 1): 0.3}, rng)
+    _, table = verdict({"estimate": "ratio", "a": {"recipe": "r1", "depth": 1},
+                        "b": {"recipe": "r2", "depth": 1}, "test": "consistent",
+                        "value": 0.75}, data)
+    row = table.iloc[1]
+    arms = data.biencoder["ndcg@10"]
+    from workflow_scripts.core import intervals
+    for rho, col in ((row["ci_low"], "ci_low"), (row["ci_high"], "ci_high")):
+        a = {k: v * rho for k, v in arms[("r1", "top", 1)].scores.items()}
+        r = intervals.compare(a, arms[("r2", "top", 1)].scores, method="calibrated",
+                              design="paired", alternative="greater", ci=0.95,
+                              resample=("seeds", "examples"), nboot=100, seed=0)
+        assert r[col] == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize(("mean", "expected"), [(0.30, "supported"), (0.33, "refuted")])
+def test_mean_consistent_with_a_published_value(mean, expected):
+    rng = np.random.default_rng(17)
+    data = data_for({("r1", 1): mean}, rng)
+    v, _ = verdict({"estimate": "mean", "arm": {"recipe": "r1", "depth": 1},
+                    "test": "consistent", "value": 0.30}, data)
+    assert v == expected
+
+
+def test_one_seed_arm_is_single_baseline_with_a_caveat():
+    rng = np.random.default_rng(8)
+    data = data_for({("r1", 1): 0.3}, rng)
+    one = data_for({("r2", 1): 0.2}, rng, seeds=(1,)).biencoder["ndcg@10"]
+    data.biencoder["ndcg@10"].update(one)
+    g = spec.Grid.from_dict({**grid().to_dict(), "recipe_seeds": {"r1": [1, 2, 3], "r2": [1]}})
+    v, table = verdict({"a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r2", "depth": 1},
+                        "test": "less"}, data, g)
+    row = table.iloc[1]
+    assert row["design"] == "single-baseline" and row["resample"] == "seeds,examples"
+    assert row["caveats"] == "seed variance not covered on r2/top1 (one seed)"
+    assert row["estimate"] == pytest.approx(-0.1, abs=0.03) and v == "supported"
+
+
+# ---------------------------------------------------------------------------------------
+# Families and Holm
+# ---------------------------------------------------------------------------------------
+def test_holm_adjusts_step_down():
+    assert decide.holm([0.01, 0.04, 0.03, math.nan]).round(6).tolist()[:3] == [0.03, 0.06, 0.06]
+
+
+def test_family_needs_every_member_after_holm():
+    """Three members each just significant alone (p < alpha) but not after Holm."""
+    rows = [{"p_support": p, "p_refute": 0.9} for p in (0.02, 0.015, 0.02)]
+    adj = decide.holm([r["p_support"] for r in rows])
+    assert (np.array([r["p_support"] for r in rows]) <= 0.025).all()
+    assert (adj > 0.025).any()
+    rng = np.random.default_rng(9)
+    data = data_for({("r1", d): 0.3 + 0.02 * d for d in (1, 2, 3)}, rng, seed_sd=0.002)
+    v, table = verdict({"adjacent": {"recipe": "r1", "depth": "all"}, "test": "greater"}, data)
+    members = table[table.row == "member"]
+    assert (members.p_support_holm >= members.p_support).all() and v == "supported"
+    data = data_for({("r1", 1): 0.3, ("r1", 2): 0.32, ("r1", 3): 0.30}, rng, seed_sd=0.002)
+    v, table = verdict({"adjacent": {"recipe": "r1", "depth": "all"}, "test": "greater"}, data)
+    assert v == "refuted"
+    assert table.iloc[0]["member"] == "r1/top3 − r1/top2 [all]"  # the refuted member decides
+
+
+def test_false_supported_rate_under_the_null_is_within_the_level():
+    """400 studies with true delta = threshold (the hardest null): the rate of "supported"
+    stays within alpha = 2.5% (binomial 99% band upper bound: 5.0% for 400 trials)."""
+    rng = np.random.default_rng(10)
+    claim = [{"id": "n", "statement": "s", "a": {"recipe": "r1", "depth": 1},
+              "b": {"recipe": "r1", "depth": 2}, "test": "greater", "threshold": 0.01}]
+    claims = spec.parse(claim, grid())
+    trials, hits = 400, 0
+    for _ in range(trials):
+        data = data_for({("r1", 1): 0.3, ("r1", 2): 0.31}, rng, seed_sd=0.01)
+        table = decide.decide(claims, data, decide.Options(nboot=100))
+        hits += table.iloc[0]["verdict"] == "supported"
+    from scipy import stats
+    upper = stats.binom.ppf(0.995, trials, 0.025) / trials
+    assert hits / trials <= upper, (hits, trials, upper)
+
+
+# ---------------------------------------------------------------------------------------
+# Latency
+# ---------------------------------------------------------------------------------------
+def latency_calls(slope=0.3, base=10.0, depths=(1, 2, 3), runs=3, rounds=8, calls=5, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(runs):
+        for k in range(rounds):
+            for d in depths:
+                for _ in range(calls):
+                    rows.append({"run": r, "depth": d, "round": k, "batch_size": 8,
+                                 "seq_len": 64, "device": "cpu", "event_seconds": math.nan,
+                                 "seconds": (base + slope * d) * 1e-3
+                                 * (1 + 0.02 * rng.standard_normal())})
+    return pd.DataFrame(rows)
+
+
+def coherence_doc(calls: pd.DataFrame) -> dict:
+    from workflow_scripts.biencoder import latency_summary
+    from workflow_scripts.core.settings import LatencySummary
+
+    s = LatencySummary.from_json('{"nboot": 200}')
+    _, doc, _ = latency_summary.check(latency_summary.summarize(calls, s))
+    return json.loads(json.dumps(doc, default=contracts._json_default))
+
+
+def test_latency_claims():
+    calls = latency_calls(slope=3.0)
+    data = Data(latency_calls=calls, coherence=coherence_doc(calls))
+    g = grid()
+    claim = {"all_of": [{"estimate": "latency_coherent"},
+                        {"estimate": "latency_ratio", "a": {"depth": 3}, "b": {"depth": 1},
+                         "test": "less", "threshold": 0.85}]}
+    v, table = verdict(claim, data, g)
+    assert v == "supported", table[["member", "verdict", "note"]]
+    ratio = table.iloc[2]
+    assert ratio["estimate"] == pytest.approx(13 / 19, abs=0.01)
+    assert ratio["ci_low"] < ratio["estimate"] < ratio["ci_high"] < 0.85
+    v, _ = verdict({"estimate": "latency_ratio", "a": {"depth": 3}, "b": {"depth": 1},
+                    "test": "less", "threshold": 0.5}, data, g)
+    assert v == "refuted"
+    bent = latency_calls(slope=0.0)  # flat: fails monotone in every run
+    bent.loc[bent.depth == 2, "seconds"] *= 1.5
+    doc = coherence_doc(bent)
+    assert decide.coherence_verdict(doc)["verdict"] == "refuted"
+
+
+# ---------------------------------------------------------------------------------------
+# The paper's claims on files laid out as the paper run writes them
+# ---------------------------------------------------------------------------------------
+def _write_eval(path, recipe, depth, seed, bench, scores, qids):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df = pd.DataFrame({"query_id": qids, "recipe": recipe, "strategy": "top", "depth": depth,
+                       "seed": seed, "benchmark": bench,
+                       **{m: np.clip(scores, 0, 1) for m in contracts.METRICS}})
+    df.to_parquet(path)
+
+
+def test_paper_claims_on_synthetic_per_query_files(tmp_path):
+    config = cli.read_config([ROOT / "config/paper.yaml"])
+    g = spec.grid_from_config(config)
+    claims = spec.parse(config["claims"], g)
+    assert len(claims) == 6 and not any(c.not_applicable for c in claims)
+    rng = np.random.default_rng(11)
+    results = tmp_path / "results"
+    # 20K means near the paper's, 80K lower, fiqa dropping most.
+    m20 = {3: 0.2422, 6: 0.2438, 9: 0.2385, 12: 0.2400}
+    for bench in config["benchmarks"]:
+        q = 200
+        qids = [f"q{i}" for i in range(q)]
+        effects = rng.normal(0, 0.15, q)
+        for depth in config["depths"]:
+            for recipe, spec_ in config["recipes"].items():
+                for seed in spec_["seeds"]:
+                    drop = 0.0 if recipe != "b32_80k" else (0.1 if bench == "fiqa" else 0.01)
+                    mean = m20[depth] - drop
+                    s = mean + effects + rng.normal(0, 0.05, q) + rng.normal(0, 0.003)
+                    _write_eval(results / f"eval/{recipe}/top{depth}/seed{seed}/{bench}.parquet",
+                                recipe, depth, seed, bench, s, qids)
+            _write_eval(results / f"eval/base/top{depth}/{bench}.parquet", "base", depth, -1,
+                        bench, 0.1 + effects, qids)
+    calls = latency_calls(slope=0.33, base=12.3, depths=tuple(config["depths"]))
+    for r in range(config["latency"]["runs"]):
+        path = results / f"latency/run{r}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        calls[calls.run == r].to_parquet(path)
+    (results / "latency/coherence.json").write_text(json.dumps(coherence_doc(calls)))
+    assert all(p.exists() for p in layout.input_files(results, g, claims))
+    cli.main(["--config", str(ROOT / "config/paper.yaml"), "--results", str(results),
+              "--threads", "1"])
+    table = pd.read_parquet(results / "claims.parquet")
+    heads = table[table.row == "claim"].set_index("claim")
+    assert len(heads) == 6 and "not-applicable" not in set(heads.verdict)
+    assert heads.loc["degradation-80k", "verdict"] == "supported"
+    assert heads.loc["degradation-on-fiqa", "verdict"] == "supported"
+    # Latency: 12.3 + 0.33 n ms gives p50(L6)/p50(L12) = 0.877 > 0.85: refuted.
+    assert heads.loc["latency-linear-l6-faster", "verdict"] == "refuted"
+    one_seed = table[(table.row == "member") & table.member.str.contains("b32_80k")]
+    assert one_seed.caveats.str.contains("b32_80k").all()
+    assert "## Claims" in (results / "claims.md").read_text()
+
+
+def test_claims_cli_reports_a_bad_config_as_an_error(tmp_path, capsys):
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    cfg["claims"][2]["benchmark"] = "fiqa"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(SystemExit, match="claims\\[2\\] \\(id degradation-concentrated\\)"):
+        cli.main(["--config", str(bad), "--results", str(tmp_path)])
+
+
+def test_the_layout_agrees_with_the_contracts():
+    assert layout.BASE == contracts.BASE
+    assert spec.grid_from_config.__defaults__[0] == contracts.METRICS
+    from workflow_scripts.ladder import METHODS
+    assert spec.grid_from_config.__defaults__[1] == METHODS

@@ -1,0 +1,92 @@
+"""Decide a config's claims on a results folder: results/claims.parquet and claims.md.
+
+  python -m workflow_scripts.claims --config config/config.yaml --results results
+  python -m workflow_scripts.claims --settings-json '{...}' --grid-json '{...}' \
+      --results results --table results/claims.parquet --markdown results/claims.md
+
+--config reads YAML config files (stacked as with snakemake --configfile), checks them and
+decides their claims; the workflow's claims rule passes the same as --settings-json
+(core/settings.py Claims) and --grid-json (claims/spec.py Grid) instead. Defaults: the
+table and markdown go into the results folder. Exit status 0 whatever the verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from workflow_scripts.claims import data as claims_data
+from workflow_scripts.claims import decide, render, spec
+from workflow_scripts.core import contracts
+from workflow_scripts.core.settings import Claims, SettingsError
+
+
+def read_config(paths) -> dict:
+    """YAML files merged as Snakemake merges --configfile files, then checked."""
+    import yaml
+
+    from workflow_scripts.core.configcheck import check_config
+
+    config: dict = {}
+    for p in paths:
+        config = _merge(config, yaml.safe_load(Path(p).read_text(encoding="utf-8")) or {})
+    check_config(config)
+    return config
+
+
+def _merge(base: dict, new: dict) -> dict:
+    out = dict(base)
+    for k, v in new.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def options(s: Claims, threads: int | None = None) -> decide.Options:
+    return decide.Options(s.interval, s.nboot, s.ci, s.seed, s.ladder_interval, s.ladder_nboot,
+                          s.ladder_ci, s.ladder_seed, s.latency_nboot, s.latency_seed, threads)
+
+
+def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads=None):
+    claims = spec.parse(settings.claims, grid)
+    data = claims_data.load(results, grid, claims)
+    table = decide.decide(claims, data, options(settings, threads))
+    contracts.write_parquet(table_path, table)
+    contracts.write_text(md_path, render.markdown(table))
+    return table
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m workflow_scripts.claims",
+                                 description="Decide a config's claims on a results folder.")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", nargs="+", help="config YAML file(s)")
+    src.add_argument("--settings-json", help="core/settings.py Claims as JSON (with --grid-json)")
+    ap.add_argument("--grid-json", help="claims/spec.py Grid as JSON (with --settings-json)")
+    ap.add_argument("--results", required=True, help="the results folder")
+    ap.add_argument("--table", help="default: RESULTS/claims.parquet")
+    ap.add_argument("--markdown", help="default: RESULTS/claims.md")
+    ap.add_argument("--threads", type=int, help="bootstrap threads (default: usable CPUs)")
+    a = ap.parse_args(argv)
+    try:
+        if a.config:
+            config = read_config(a.config)
+            settings, grid = Claims.from_config(config), spec.grid_from_config(config)
+        else:
+            if not a.grid_json:
+                ap.error("--settings-json needs --grid-json")
+            settings = Claims.from_json(a.settings_json)
+            grid = spec.Grid.from_dict(json.loads(a.grid_json))
+    except (ValueError, SettingsError) as e:
+        sys.exit(f"error: {e}")
+    results = Path(a.results)
+    table = run(settings, grid, results, a.table or results / "claims.parquet",
+                a.markdown or results / "claims.md", a.threads)
+    heads = table[table["row"] == "claim"]
+    for _, r in heads.iterrows():
+        print(f"{r['verdict']:>15}  {r['claim']}: {r['statement']}")
+
+
+if __name__ == "__main__":
+    main()

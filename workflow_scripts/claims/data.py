@@ -1,0 +1,57 @@
+"""What the claims read from a results folder, found by the workflow's layout
+(docs/architecture.md): per-query evaluations (bi-encoder), per-example run files (ladder),
+per-call latency runs and the coherence document. An arm whose files are missing is
+recorded with the first missing path, so that its claims become not-applicable by name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from workflow_scripts.claims.layout import files_of, needed
+from workflow_scripts.claims.spec import Claim, Grid
+from workflow_scripts.core import contracts
+from workflow_scripts.core.arms import build_arms, load_evals
+from workflow_scripts.ladder.runs import collect, scores
+
+
+@dataclass
+class Data:
+    """biencoder: metric -> {(recipe, strategy, depth): Arm}; ladder: (config, method, k) ->
+    ([seeds, examples] correctness, seed ids); latency: per-call rows and coherence.json;
+    missing: (study, arm key) -> the first missing file."""
+
+    biencoder: dict = field(default_factory=dict)
+    ladder: dict = field(default_factory=dict)
+    latency_calls: pd.DataFrame | None = None
+    coherence: dict | None = None
+    missing: dict = field(default_factory=dict)
+
+
+def load(results, grid: Grid, claims: list[Claim]) -> Data:
+    results, data = Path(results), Data()
+    present: dict[str, list] = {"biencoder": [], "ladder": []}
+    for study, key in needed(claims):
+        files = files_of(results, grid, study, key)
+        gone = [f for f in files if not f.exists()]
+        if gone:
+            data.missing[(study, key)] = gone[0]
+        elif study != "latency":
+            present[study].append(files)
+        else:
+            runs = [contracts.read_latency(f) for f in files[:-1]]
+            data.latency_calls = pd.concat(runs, ignore_index=True)
+            data.coherence = json.loads(files[-1].read_text(encoding="utf-8"))
+    if present["biencoder"]:
+        df = load_evals([f for files in present["biencoder"] for f in files])
+        metrics = {m.metric for c in claims for m in c.members if m.study == "biencoder"}
+        data.biencoder = {metric: build_arms(df, metric) for metric in metrics}
+    if present["ladder"]:
+        rows, _ = collect([f for files in present["ladder"] for f in files])
+        for key, grp in rows.groupby(["config", "method", "k"], sort=False):
+            data.ladder[(key[0], key[1], int(key[2]))] = scores(grp)
+    return data

@@ -1,0 +1,421 @@
+"""Decide claims: each member's estimate, interval and one-sided p-values, Holm over a claim's
+members, and the verdict (docs/claims.md has the rules).
+
+Every estimate is a linear contrast that core/intervals.compare tests, so each design and
+both interval methods serve every kind:
+  difference            metric(b) - metric(a), designed as the stats stage does (paired on
+                        shared seeds; single-baseline when a side has one seed, that side
+                        fixed and a caveat on its row; else unpaired)
+  mean                  metric(b) against a fixed arm of zeros
+  difference_of_diffs   (b - a) on one benchmark minus on another: the stratified mean of the
+                        two benchmarks' arrays scaled by +2 and -2 (the stratified mean is
+                        their unweighted mean, so this is exactly the signed sum)
+  ratio                 metric(b) / metric(a): a test of ratio vs rho is a test of
+                        b - rho * a vs 0; the interval is Fieller's, the rho where that
+                        contrast's interval just reaches 0
+Latency claims read the profiling runs: the ratio of canonical p50s (median over the
+coherent runs) with a bootstrap over coherent runs and, within each, whole rounds (every
+round times every depth, so rounds pair the depths); coherence from coherence.json.
+
+Tests at level alpha = (1 - ci) / 2 one-sided, so a single claim is decided exactly when its
+ci interval lies on one side of the threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+
+from workflow_scripts.biencoder import coherence as coh
+from workflow_scripts.claims.data import Data
+from workflow_scripts.claims.spec import ALL_BENCHMARKS, Claim, Member, arm_label
+from workflow_scripts.core import calibrated as cal
+from workflow_scripts.core import intervals
+from workflow_scripts.core.contracts import BASE
+
+SHAPE_CHECKS = ("monotone", "linear", "constant_slope", "leave_one_out")
+COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "test",
+           "threshold", "epsilon", "benchmark", "metric", "estimate", "ci_low", "ci_high", "ci",
+           "interval", "mb_ci_low", "mb_ci_high", "p_support", "p_refute", "p_support_holm",
+           "p_refute_holm", "alpha", "verdict", "design", "resample", "caveats",
+           "seeds_needed", "note", "n_members")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Interval settings per study (the ladder has its own) and the latency bootstrap's."""
+
+    interval: str = "calibrated"
+    nboot: int = 2000
+    ci: float = 0.95
+    seed: int = 0
+    ladder_interval: str = "calibrated"
+    ladder_nboot: int = 2000
+    ladder_ci: float = 0.95
+    ladder_seed: int = 0
+    latency_nboot: int = 2000
+    latency_seed: int = 0
+    threads: int | None = None
+
+    def for_study(self, study: str) -> dict:
+        if study == "ladder":
+            return {"method": self.ladder_interval, "nboot": self.ladder_nboot,
+                    "ci": self.ladder_ci, "seed": self.ladder_seed}
+        return {"method": self.interval, "nboot": self.nboot, "ci": self.ci,
+                "seed": self.seed}
+
+
+# ---------------------------------------------------------------------------------------
+# Inputs of one member: two sides of a contrast
+# ---------------------------------------------------------------------------------------
+def _map(x, f):
+    return {k: f(v) for k, v in x.items()} if isinstance(x, Mapping) else f(x)
+
+
+def _side(m: Member, data: Data, key) -> tuple[object, tuple]:
+    """(scores as the intervals module takes them, seed ids) of one arm of a member."""
+    if m.study == "ladder":
+        x, seeds = data.ladder[key]
+        return x, tuple(seeds)
+    arm = data.biencoder[m.metric][key]
+    if m.versus:  # +2 * benchmark, -2 * versus: their stratified mean is the difference
+        x = {m.benchmark: 2 * arm.scores[m.benchmark], m.versus: -2 * arm.scores[m.versus]}
+    elif m.benchmark == ALL_BENCHMARKS:
+        x = dict(arm.scores)
+    else:
+        x = arm.scores[m.benchmark]
+    return x, arm.seeds
+
+
+@dataclass
+class Contrast:
+    """b - rho * a as intervals.compare takes it, with the design the seeds allow."""
+
+    a: object
+    b: object
+    design: str
+    kwargs: dict
+    resample: tuple
+    caveats: list
+    swap: bool = False  # b has one seed: -b is the fixed baseline and -rho * a the arm
+
+    def sides(self, rho: float = 1.0) -> tuple:
+        a = self.a if rho == 1.0 else _map(self.a, lambda v: v * rho)
+        if self.swap:
+            return _map(self.b, np.negative), _map(a, np.negative)
+        return a, self.b
+
+    def mean_a(self) -> float:
+        x = self.a
+        return float(np.mean([v.mean() for v in x.values()]) if isinstance(x, Mapping)
+                     else x.mean())
+
+
+def contrast(m: Member, data: Data) -> Contrast:
+    b, seeds_b = _side(m, data, m.b)
+    if m.a is None:  # a mean: against a fixed arm of zeros on the same examples
+        a, seeds_a = _map(b, lambda v: np.zeros((1, v.shape[-1]))), (None,)
+    else:
+        a, seeds_a = _side(m, data, m.a)
+    caveats = [f"seed variance not covered on {arm_label(m.study, k)} (one seed)"
+               for k, seeds in ((m.a, seeds_a), (m.b, seeds_b))
+               if k is not None and len(seeds) == 1 and k[0] != BASE]
+    if set(seeds_a) == set(seeds_b):
+        return Contrast(a, b, "paired", {"seeds_a": seeds_a, "seeds_b": seeds_b},
+                        intervals.axes_for(len(seeds_a))[0], caveats)
+    if len(seeds_a) == 1:
+        return Contrast(a, b, "single-baseline", {}, intervals.axes_for(len(seeds_b))[0],
+                        caveats)
+    if len(seeds_b) == 1:
+        return Contrast(a, b, "single-baseline", {}, intervals.axes_for(len(seeds_a))[0],
+                        caveats, swap=True)
+    return Contrast(a, b, "unpaired", {"seeds_a": seeds_a, "seeds_b": seeds_b},
+                    intervals.axes_for(len(seeds_a), len(seeds_b))[0], caveats)
+
+
+# ---------------------------------------------------------------------------------------
+# One member
+# ---------------------------------------------------------------------------------------
+def _compare(c: Contrast, opts: dict, alternative: str, threshold: float, threads,
+             rho: float = 1.0) -> dict:
+    a, b = c.sides(rho)
+    return intervals.compare(a, b, design=c.design, alternative=alternative,
+                             threshold=threshold, resample=c.resample, threads=threads,
+                             **opts, **c.kwargs)
+
+
+def _fieller(c: Contrast, opts: dict, estimate: float, threads) -> tuple[float, float]:
+    """The rho at which the interval of b - rho * a has 0 at its edge, below and above the
+    estimate (for a > 0 both edges fall as rho grows: the lower bound is where ci_low falls
+    to 0, the upper where ci_high does); infinite where no rho reaches it (a's mean not
+    clearly away from 0)."""
+
+    def edge(rho: float, col: str) -> float:
+        return _compare(c, opts, "greater", 0.0, threads, rho)[col]
+
+    bounds = []
+    for col, step in (("ci_low", -1.0), ("ci_high", 1.0)):
+        width, found = max(abs(estimate), 1e-3) * 0.05, None
+        for _ in range(30):
+            rho = estimate + step * width
+            if (edge(rho, col) < 0) == (col == "ci_high"):  # 0 left the interval: past it
+                found = rho
+                break
+            width *= 2
+        if found is None:
+            bounds.append(step * math.inf)
+            continue
+        lo, hi = sorted((estimate, found))
+        bounds.append(optimize.brentq(lambda r, col=col: edge(r, col), lo, hi,
+                                      xtol=1e-7 * max(1.0, abs(estimate))))
+    return bounds[0], bounds[1]
+
+
+def decide_member(m: Member, data: Data, options: Options) -> dict:
+    """The member's estimate, interval, p_support and p_refute (before Holm)."""
+    if m.study == "latency":
+        return _latency(m, data, options)
+    opts, threads = options.for_study(m.study), options.threads
+    c = contrast(m, data)
+    ratio = m.estimate == "ratio"
+    # The tested contrast: b - a against t, or b - rho * a against 0 for a ratio vs rho.
+    t = {"greater": m.threshold, "less": m.threshold, "consistent": m.value}.get(m.test, 0.0)
+    rho, at = (t, 0.0) if ratio else (1.0, t)
+    if m.test == "equivalent":
+        at = m.epsilon
+    g = _compare(c, opts, "greater", at, threads, rho)
+    less = _compare(c, opts, "less", at, threads, rho)
+    row = {"interval": g["interval"], "design": c.design, "resample": g["resample"],
+           "ci": opts["ci"], "caveats": "; ".join(c.caveats), "estimate": g["estimate"],
+           "ci_low": g["ci_low"], "ci_high": g["ci_high"], "mb_ci_low": g["mb_ci_low"],
+           "mb_ci_high": g["mb_ci_high"]}
+    if ratio:
+        mean_a = c.mean_a()
+        row["estimate"] = (g["estimate"] + t * mean_a) / mean_a if mean_a else math.nan
+        row["ci_low"], row["ci_high"] = _fieller(c, opts, row["estimate"], threads)
+        row["mb_ci_low"] = row["mb_ci_high"] = math.nan  # Fieller with the main method only
+    if m.test == "equivalent":
+        eq = intervals.equivalence(*c.sides(), epsilon=m.epsilon, design=c.design,
+                                   alpha=(1 - opts["ci"]) / 2, resample=c.resample,
+                                   threads=threads, method=opts["method"],
+                                   nboot=opts["nboot"], seed=opts["seed"], **c.kwargs)
+        below = _compare(c, opts, "less", -m.epsilon, threads)["p_value"]
+        row.update(p_support=eq["equivalence_p"], p_refute=min(g["p_value"], below))
+        margin = abs(m.epsilon - abs(row["estimate"]))
+    else:
+        p = {"greater": g["p_value"], "less": less["p_value"]}
+        if m.test == "consistent":
+            row.update(p_support=math.nan, p_refute=min(p.values()))
+        else:
+            other = "less" if m.test == "greater" else "greater"
+            row.update(p_support=p[m.test], p_refute=p[other])
+        margin = abs(g["estimate"] - at)
+    row["_plan"] = (c, rho, margin)
+    return row
+
+
+def seeds_needed(plan, ci: float) -> float:
+    """Seeds per arm at which the member's interval would be `margin` wide on each side."""
+    c, rho, margin = plan
+    a, b = c.sides(rho)
+    try:
+        r = cal.compare(a, b, design=c.design, ci=ci, resample=c.resample, **c.kwargs)
+    except ValueError:
+        return math.nan
+    n = cal.seeds_for_margin(r.terms, margin, ci)
+    now = max((t.seeds for t in r.terms), default=0)
+    return math.nan if n is None else float(max(n, now + 1))  # undecided now: more than now
+
+
+# ---------------------------------------------------------------------------------------
+# Latency
+# ---------------------------------------------------------------------------------------
+def _latency(m: Member, data: Data, o: Options) -> dict:
+    doc = data.coherence
+    row = {"interval": "bootstrap", "design": "coherent runs x rounds", "resample": "runs,rounds",
+           "ci": o.ci, "caveats": "", "mb_ci_low": math.nan, "mb_ci_high": math.nan,
+           "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+           "p_support": math.nan, "p_refute": math.nan}
+    runs = list(doc.get("coherent_runs", []))
+    if m.estimate == "latency_coherent":
+        return {**row, **coherence_verdict(doc)}
+    if not runs:
+        return {**row, "note": "no coherent latency run: the ladder was not measured reliably"}
+    est, lo, hi, samples = latency_ratio(data.latency_calls, runs, m.a[0], m.b[0], ci=o.ci,
+                                         nboot=o.latency_nboot, seed=o.latency_seed)
+    ge = (np.sum(samples >= m.threshold) + 1) / (len(samples) + 1)
+    le = (np.sum(samples <= m.threshold) + 1) / (len(samples) + 1)
+    p_g, p_l = le, ge  # H0 ratio <= t is rejected when few samples lie at or below t
+    sup, ref = (p_g, p_l) if m.test == "greater" else (p_l, p_g)
+    if m.test == "consistent":
+        sup, ref = math.nan, min(p_g, p_l)
+    return {**row, "estimate": est, "ci_low": lo, "ci_high": hi, "p_support": sup,
+            "p_refute": ref, "caveats": f"{len(runs)} coherent run(s) on this machine"}
+
+
+def latency_ratio(calls: pd.DataFrame, runs, depth_a: int, depth_b: int, *, ci: float,
+                  nboot: int, seed: int) -> tuple[float, float, float, np.ndarray]:
+    """p50(b) / p50(a) of the canonical ladder (median over `runs` of each run's p50), a
+    percentile interval and the bootstrap samples (runs resampled, then whole rounds)."""
+    if "stage" in calls:
+        calls = calls[calls["stage"] == "forward"]
+    per_run = []
+    for r in runs:
+        g = calls[calls["run"] == r]
+        rounds = sorted(g["round"].unique())
+        per_run.append([[g.loc[(g["round"] == k) & (g["depth"] == d), "seconds"].to_numpy(float)
+                         for k in rounds] for d in (depth_a, depth_b)])
+
+    def canon(picks) -> float:
+        p50 = [[np.median(np.concatenate([per_run[r][i][k] for k in ks])) for r, ks in picks]
+               for i in (0, 1)]
+        return float(np.median(p50[1]) / np.median(p50[0]))
+
+    est = canon([(r, range(len(per_run[r][0]))) for r in range(len(runs))])
+    rng = np.random.default_rng(seed)
+    samples = np.empty(nboot)
+    for i in range(nboot):
+        picked = rng.integers(len(runs), size=len(runs))
+        samples[i] = canon([(r, rng.integers(len(per_run[r][0]), size=len(per_run[r][0])))
+                            for r in picked])
+    lo, hi = np.quantile(samples, [(1 - ci) / 2, (1 + ci) / 2])
+    return est, float(lo), float(hi), samples
+
+
+def coherence_verdict(doc: dict) -> dict:
+    """Latency linear in depth: supported when the canonical ladder (coherent runs) passes
+    the shape checks; refuted when it fails them, or every run fails one; else (no coherent
+    run, for reasons other than shape) inconclusive."""
+    runs = doc.get("runs", [])
+    shape_fail = [sorted(set(r["failed"]) & set(SHAPE_CHECKS)) for r in runs]
+    if runs and all(shape_fail):
+        return {"verdict": "refuted", "note": "every run fails a shape check: "
+                + "; ".join(f"run {r['run']}: {', '.join(f)}" for r, f in zip(runs, shape_fail,
+                                                                               strict=True))}
+    ladder = doc.get("canonical_ladder", {})
+    p50 = ladder.get("p50_ms") or []
+    if not doc.get("coherent_runs") or any(x is None for x in p50):
+        return {"verdict": "inconclusive", "note": "no coherent latency run"}
+    checks = coh.check_run({"depths": ladder["depth"], "p50": p50})
+    failed = [n for n in coh.failed(checks) if n in SHAPE_CHECKS]
+    if failed:
+        return {"verdict": "refuted", "note": "canonical ladder fails " + ", ".join(failed)}
+    fit = ladder.get("fit") or {}
+    what = (f"p50 = {fit['a_ms']:.2f} + {fit['b_ms_per_layer']:.3f}·n ms, R² {fit['r2']:.3f}"
+            if fit else "")
+    return {"verdict": "supported", "note": "canonical ladder passes monotone, linear, "
+            "constant slope and leave-one-out" + (f" ({what})" if what else "")}
+
+
+# ---------------------------------------------------------------------------------------
+# Claims
+# ---------------------------------------------------------------------------------------
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values; NaN stays NaN and does not count."""
+    p = np.asarray(p, float)
+    out = np.full(len(p), np.nan)
+    idx = np.flatnonzero(np.isfinite(p))
+    order = idx[np.argsort(p[idx], kind="stable")]
+    m, running = len(order), 0.0
+    for i, j in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[j]))
+        out[j] = running
+    return out
+
+
+def _member_verdict(row: dict, test: str, alpha: float) -> str:
+    if "verdict" in row:  # latency coherence: decided by its checks
+        return row["verdict"]
+    if test == "consistent":
+        return "refuted" if row["p_refute_holm"] <= alpha else "supported"
+    if row["p_support_holm"] <= alpha:
+        return "supported"
+    if row["p_refute_holm"] <= alpha:
+        return "refuted"
+    return "inconclusive"
+
+
+def decide_claim(claim: Claim, data: Data, options: Options) -> list[dict]:
+    """The claim's row followed by one row per member."""
+    head = {"claim": claim.id, "statement": claim.statement, "row": "claim",
+            "n_members": len(claim.members)}
+    if claim.not_applicable:
+        return [{**head, "verdict": "not-applicable", "note": claim.not_applicable}]
+    rows, missing = [], []
+    for m in claim.members:
+        gone = [data.missing[(m.study, k)] for k in (m.a, m.b, None)
+                if (m.study, k) in data.missing and (k is not None or m.study == "latency")]
+        if gone:
+            missing.append(f"{m.label}: {gone[0]} is missing")
+            rows.append({"verdict": "not-applicable", "note": f"{gone[0]} is missing"})
+        else:
+            rows.append(decide_member(m, data, options))
+    ci = {m.study: options.for_study(m.study)["ci"] if m.study != "latency" else options.ci
+          for m in claim.members}
+    alpha = (1 - min(ci.values())) / 2
+    live = [i for i, r in enumerate(rows) if r.get("verdict") != "not-applicable"]
+    for col in ("p_support", "p_refute"):
+        adj = holm([rows[i].get(col, math.nan) for i in live])
+        for i, p in zip(live, adj, strict=True):
+            rows[i][f"{col}_holm"] = p
+    out = []
+    for m, r in zip(claim.members, rows, strict=True):
+        plan = r.pop("_plan", None)
+        if r.get("verdict") != "not-applicable":
+            r["verdict"] = _member_verdict(r, m.test, alpha)
+        if r["verdict"] == "inconclusive" and plan is not None:
+            r["seeds_needed"] = seeds_needed(plan, ci[m.study])
+            r["note"] = _plan_note(r["seeds_needed"])
+        out.append({"claim": claim.id, "statement": claim.statement, "row": "member",
+                    "member": m.label, "part": m.part, "study": m.study,
+                    "estimand": m.estimate, "test": m.test,
+                    "threshold": m.value if m.test == "consistent" else m.threshold,
+                    "epsilon": m.epsilon, "benchmark": m.benchmark or "", "metric": m.metric,
+                    "alpha": alpha, **r})
+    verdicts = [r["verdict"] for r in out]
+    if "refuted" in verdicts:
+        verdict = "refuted"
+    elif "not-applicable" in verdicts:
+        verdict = "not-applicable"
+    elif all(v == "supported" for v in verdicts):
+        verdict = "supported"
+    else:
+        verdict = "inconclusive"
+    decider = _decider(out, verdict)
+    head.update({k: v for k, v in decider.items() if k not in ("row", "n_members")})
+    head.update(verdict=verdict, note="; ".join(missing) if missing else decider.get("note", ""))
+    return [head, *out]
+
+
+def _plan_note(n: float) -> str:
+    if math.isnan(n):
+        return "more seeds alone would not settle it (the examples limit the interval)"
+    return f"about {int(n)} seeds per arm would settle it at this estimate"
+
+
+def _decider(members: list[dict], verdict: str) -> dict:
+    """The member that decides the claim: a refuted one (smallest p), else the weakest."""
+    same = [r for r in members if r["verdict"] == verdict] or members
+    if verdict == "refuted":
+        return min(same, key=lambda r: _nan_last(r.get("p_refute_holm")))
+    return max(same, key=lambda r: -_nan_last(-r.get("p_support_holm", math.nan)))
+
+
+def _nan_last(p) -> float:
+    return math.inf if p is None or not np.isfinite(p) else float(p)
+
+
+def decide(claims: list[Claim], data: Data, options: Options) -> pd.DataFrame:
+    rows = [r for c in claims for r in decide_claim(c, data, options)]
+    df = pd.DataFrame(rows)
+    for col in COLUMNS:
+        if col not in df:
+            df[col] = math.nan if col not in ("caveats", "note", "member") else ""
+    for col in ("caveats", "note", "member", "design", "resample", "interval"):
+        df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
+    return df[list(COLUMNS)]

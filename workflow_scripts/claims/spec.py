@@ -1,0 +1,393 @@
+"""The claims language: parse the config's `claims:` list into members, checked against the
+config's grid (docs/claims.md).
+
+A claim is one part or a conjunction of parts (`all_of`; keys beside `all_of` are defaults
+for every part). A part says what is estimated (`estimate`), over which arms (a generator:
+`a`/`b`, `arm`, `pairs`, `adjacent`, `candidate`/`among`), repeated over a grid (`for_each`),
+and how it is decided (`test` with `threshold`, `epsilon` or `value`). Every part expands
+into members: one estimate and one test each. Arms are selectors over the study's axes:
+bi-encoder `recipe`, `strategy`, `depth`; ladder `config`, `method`, `k`; latency `depth`.
+A selector value is a name or number, a list, `all`, `first`, `last` or {min, max}.
+
+Imports the standard library only: the Snakefile checks claims before any job.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+STUDY_AXES = {"biencoder": ("recipe", "strategy", "depth"), "ladder": ("config", "method", "k"),
+              "latency": ("depth",)}
+ESTIMATES = ("difference", "ratio", "mean", "difference_of_differences", "latency_ratio",
+             "latency_coherent")
+TESTS = {"greater": "threshold", "less": "threshold", "equivalent": "epsilon",
+         "consistent": "value"}
+PAIR_GENERATORS = ("a", "pairs", "adjacent", "candidate")
+ALL_BENCHMARKS, EACH_BENCHMARK = "all", "each"
+
+
+class ClaimError(ValueError):
+    """A claim the config cannot decide; the message names the claim id and key."""
+
+
+@dataclass(frozen=True)
+class Grid:
+    """What a config can show: arms per study (dicts over the study's axes), benchmarks,
+    metrics; a study the config lacks is None."""
+
+    biencoder: tuple[dict, ...] | None = None
+    benchmarks: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
+    ladder: tuple[dict, ...] | None = None
+    latency: tuple[dict, ...] | None = None
+    recipe_seeds: dict = field(default_factory=dict)  # recipe -> its seeds
+    ladder_seeds: tuple[int, ...] = ()
+    latency_runs: int = 0
+
+    def arms(self, study: str) -> tuple[dict, ...] | None:
+        return getattr(self, study)
+
+    def to_dict(self) -> dict:
+        return {"biencoder": self.biencoder, "benchmarks": list(self.benchmarks),
+                "metrics": list(self.metrics), "ladder": self.ladder, "latency": self.latency,
+                "recipe_seeds": self.recipe_seeds, "ladder_seeds": list(self.ladder_seeds),
+                "latency_runs": self.latency_runs}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Grid:
+        def arms(x):
+            return None if x is None else tuple(dict(a) for a in x)
+
+        return cls(arms(d.get("biencoder")), tuple(d.get("benchmarks", ())),
+                   tuple(d.get("metrics", ())), arms(d.get("ladder")), arms(d.get("latency")),
+                   dict(d.get("recipe_seeds", {})), tuple(d.get("ladder_seeds", ())),
+                   int(d.get("latency_runs", 0)))
+
+
+def grid_from_config(config: dict, metrics=("ndcg@10", "recall@100", "map@100", "mrr@10"),
+                     ladder_methods=("bp", "fa", "dfa")) -> Grid:
+    """The arms a (validated) config produces, in the config's order; the untrained base is
+    the recipe `base`."""
+    bi = lat = None
+    benchmarks: tuple[str, ...] = ()
+    seeds, runs = {}, 0
+    if "recipes" in config:
+        seeds = {r: list(spec["seeds"]) for r, spec in config["recipes"].items()}
+        runs = int(config.get("latency", {}).get("runs", 3))
+        depths = sorted(config["depths"])
+        bi = tuple({"recipe": r, "strategy": s, "depth": d}
+                   for r in ["base", *config["recipes"]] for s in config["strategies"]
+                   for d in depths)
+        lat = tuple({"depth": d} for d in depths)
+        benchmarks = tuple(config["benchmarks"])
+    lad = None
+    if "ladder" in config:
+        methods = [m for m in ladder_methods if m in config["ladder"]["methods"]]
+        lad = tuple({"config": c["name"], "method": m, "k": k} for c in config["ladder"]["configs"]
+                    for m in methods for k in range(c["L"] + 1))
+    ladder_seeds = tuple(config["ladder"]["seeds"]) if lad else ()
+    return Grid(bi, benchmarks, tuple(metrics), lad, lat, seeds, ladder_seeds, runs)
+
+
+@dataclass(frozen=True)
+class Member:
+    """One estimate and its test. a, b: arm keys (tuples over the study's axes); `mean` has
+    b only; latency_coherent none. benchmark: a name, "all" (the stratified mean) or "" (ladder,
+    latency); versus: the other benchmark of a difference of differences."""
+
+    claim: str
+    part: int
+    study: str
+    estimate: str
+    test: str
+    a: tuple | None
+    b: tuple | None
+    benchmark: str = ""
+    versus: str = ""
+    metric: str = ""
+    threshold: float | None = None
+    epsilon: float | None = None
+    value: float | None = None
+
+    @property
+    def label(self) -> str:
+        a, b = (None if x is None else arm_label(self.study, x) for x in (self.a, self.b))
+        bench = self.benchmark if not self.versus else f"{self.benchmark} − {self.versus}"
+        where = f" [{bench}]" if bench else ""
+        if self.estimate == "latency_coherent":
+            return "canonical latency ladder"
+        if self.estimate == "mean":
+            return f"{b}{where}"
+        if self.estimate in ("ratio", "latency_ratio"):
+            return f"{b} / {a}{where}"
+        return f"{b} − {a}{where}"
+
+
+def arm_label(study: str, key: tuple) -> str:
+    if study == "biencoder":
+        return f"{key[0]}/{key[1]}{key[2]}"
+    if study == "ladder":
+        return f"{key[0]}/{key[1]}/k{key[2]}"
+    return f"L{key[0]}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    statement: str
+    members: tuple[Member, ...]
+    not_applicable: str = ""  # why, when the config lacks the study a part needs
+    studies: tuple[str, ...] = field(default=())
+
+
+# ---------------------------------------------------------------------------------------
+# Selectors
+# ---------------------------------------------------------------------------------------
+def _order(values) -> list:
+    return list(dict.fromkeys(values))  # grid order: config order, depths ascending
+
+
+def _pick(spec: Any, present: list, where: str) -> list:
+    """The values of one axis a selector value names, among those present."""
+    if spec == "all":
+        return present
+    if spec in ("first", "last"):
+        return present[:1] if spec == "first" else present[-1:]
+    if isinstance(spec, dict):
+        low, high = spec.get("min"), spec.get("max")
+        return [v for v in present if (low is None or v >= low) and (high is None or v <= high)]
+    wanted = spec if isinstance(spec, list) else [spec]
+    for v in wanted:
+        if v not in present:
+            raise ClaimError(f"{where}: {v!r} is not in this config (it has "
+                             f"{', '.join(map(str, present))})")
+    return wanted
+
+
+def expand(selector: dict, context: dict, arms: tuple[dict, ...], axes: tuple[str, ...],
+           where: str, open_ok: bool = False) -> list[dict]:
+    """Every arm the selector names, given the context's fixed values (the selector's own
+    values win). An axis neither names nor the context fixes must have one value in the
+    grid, unless `open_ok` (for_each: axes left open stay open)."""
+    spec = {**context, **selector}
+    out = [{}]
+    for axis in axes:
+        nxt = []
+        for fixed in out:
+            here = [a for a in arms if all(a[k] == v for k, v in fixed.items())]
+            present = _order(a[axis] for a in here)
+            if axis in spec:
+                values = _pick(spec[axis], present, f"{where}.{axis}")
+            elif open_ok:
+                nxt.append(fixed)
+                continue
+            elif len(present) == 1:
+                values = present
+            else:
+                raise ClaimError(f"{where}: leaves {axis} open (this config has "
+                                 f"{', '.join(map(str, present))}); name it, or set it in "
+                                 "for_each")
+            nxt += [{**fixed, axis: v} for v in values]
+        out = nxt
+    return out
+
+
+def _key(arm: dict, axes) -> tuple:
+    return tuple(arm[a] for a in axes)
+
+
+# ---------------------------------------------------------------------------------------
+# Parts and claims
+# ---------------------------------------------------------------------------------------
+_PART_KEYS = ("estimate", "test", "threshold", "epsilon", "value", "a", "b", "arm", "pairs",
+              "adjacent", "candidate", "among", "for_each", "benchmark", "versus", "metric")
+_SELECTORS = ("a", "b", "arm", "pairs", "adjacent", "candidate", "among", "for_each")
+
+
+def _study(part: dict, where: str) -> str:
+    estimate = part.get("estimate", "difference")
+    if estimate.startswith("latency"):
+        return "latency"
+    used = {ax for k in _SELECTORS for ax in (part.get(k) or {})}
+    studies = {s for s, axes in STUDY_AXES.items() if s != "latency" and used & set(axes)}
+    if len(studies) > 1:
+        raise ClaimError(f"{where}: mixes bi-encoder axes (recipe, strategy, depth) with ladder "
+                         "axes (config, method, k)")
+    return studies.pop() if studies else "biencoder"
+
+
+def _pairs(part: dict, ctx: dict, arms, axes, where: str) -> list[tuple[tuple, tuple]]:
+    """(a, b) arm keys of a two-arm estimate; the estimate is b against a."""
+    given = [g for g in PAIR_GENERATORS if g in part]
+    if len(given) != 1:
+        raise ClaimError(f"{where}: give exactly one of a/b, pairs, adjacent, candidate/among "
+                         f"(found {', '.join(given) or 'none'})")
+    gen = given[0]
+    if gen == "a":
+        if "b" not in part:
+            raise ClaimError(f"{where}.b: missing (a and b go together)")
+        a = expand(part["a"], ctx, arms, axes, f"{where}.a")
+        b = expand(part["b"], ctx, arms, axes, f"{where}.b")
+        if len(a) != 1 or len(b) != 1:
+            raise ClaimError(f"{where}: a and b must each name one arm (a names {len(a)}, b "
+                             f"{len(b)}); use for_each for a family")
+        return [(_key(a[0], axes), _key(b[0], axes))]
+    if gen == "candidate":
+        if "among" not in part:
+            raise ClaimError(f"{where}.among: missing (candidate and among go together)")
+        cand = expand(part["candidate"], ctx, arms, axes, f"{where}.candidate")
+        if len(cand) != 1:
+            raise ClaimError(f"{where}.candidate: must name one arm (names {len(cand)})")
+        others = [o for o in expand(part["among"], cand[0], arms, axes, f"{where}.among")
+                  if o != cand[0]]
+        if not others:
+            raise ClaimError(f"{where}.among: no arm besides the candidate")
+        return [(_key(o, axes), _key(cand[0], axes)) for o in others]
+    members = expand(part[gen], ctx, arms, axes, f"{where}.{gen}")
+    if len(members) < 2:
+        raise ClaimError(f"{where}.{gen}: names {len(members)} arm(s); a set needs 2 or more")
+    keys = [_key(m, axes) for m in members]
+    if gen == "pairs":
+        return list(itertools.combinations(keys, 2))
+    varying = [i for i in range(len(axes)) if len({k[i] for k in keys}) > 1]
+    if len(varying) != 1:
+        raise ClaimError(f"{where}.adjacent: the set must vary along one axis (it varies "
+                         f"along {', '.join(axes[i] for i in varying)})")
+    return list(itertools.pairwise(keys))
+
+
+def _benchmarks(part: dict, grid: Grid, where: str) -> list[str]:
+    bench = part.get("benchmark", ALL_BENCHMARKS)
+    if bench == ALL_BENCHMARKS:
+        return [ALL_BENCHMARKS if len(grid.benchmarks) > 1 else grid.benchmarks[0]]
+    if bench == EACH_BENCHMARK:
+        return list(grid.benchmarks)
+    for b in bench if isinstance(bench, list) else [bench]:
+        if b not in grid.benchmarks:
+            raise ClaimError(f"{where}.benchmark: {b!r} is not a benchmark of this config "
+                             f"({', '.join(grid.benchmarks)}; or all, each)")
+    return bench if isinstance(bench, list) else [bench]
+
+
+def _test(part: dict, estimate: str, where: str) -> dict:
+    if estimate == "latency_coherent":
+        extra = [k for k in ("test", *TESTS.values()) if k in part]
+        if extra:
+            raise ClaimError(f"{where}.{extra[0]}: latency_coherent is decided by the coherence "
+                             "checks; it takes no test")
+        return {"test": "coherent"}
+    test = part.get("test")
+    if test not in TESTS:
+        raise ClaimError(f"{where}.test: missing or unknown ({test!r}); expected one of "
+                         f"{', '.join(TESTS)}")
+    need = TESTS[test]
+    if need == "threshold":
+        return {"test": test, "threshold": float(part.get("threshold", 0.0))}
+    if need not in part:
+        what = "the margin ε" if need == "epsilon" else "the published value"
+        raise ClaimError(f"{where}.{need}: missing; a {test} test needs {what}")
+    if test == "equivalent" and estimate in ("ratio", "latency_ratio"):
+        raise ClaimError(f"{where}.test: equivalence is for differences; state a ratio as "
+                         "greater/less/consistent")
+    return {"test": test, need: float(part[need])}
+
+
+def members_of(part: dict, claim_id: str, index: int, grid: Grid, where: str) -> list[Member]:
+    estimate = part.get("estimate", "difference")
+    if estimate not in ESTIMATES:
+        raise ClaimError(f"{where}.estimate: unknown {estimate!r}; expected one of "
+                         f"{', '.join(ESTIMATES)}")
+    study = _study(part, where)
+    arms, axes = grid.arms(study), STUDY_AXES[study]
+    test = _test(part, estimate, where)
+    if estimate == "latency_coherent":
+        return [Member(claim_id, index, study, estimate, a=None, b=None, **test)]
+    metric = part.get("metric", "")
+    if study == "biencoder":
+        metric = metric or grid.metrics[0]
+        if metric not in grid.metrics:
+            raise ClaimError(f"{where}.metric: {metric!r} is not a metric the evaluation "
+                             f"writes ({', '.join(grid.metrics)})")
+    elif metric:
+        raise ClaimError(f"{where}.metric: the {study} study has one metric; leave it out")
+    if study != "biencoder" and ("benchmark" in part or "versus" in part):
+        key = "benchmark" if "benchmark" in part else "versus"
+        raise ClaimError(f"{where}.{key}: the {study} study has no benchmarks")
+    contexts = (expand(part["for_each"], {}, arms, axes, f"{where}.for_each", open_ok=True)
+                if "for_each" in part else [{}])
+    if not contexts:
+        raise ClaimError(f"{where}.for_each: the family is empty in this config")
+    benches = _benchmarks(part, grid, where) if study == "biencoder" else [""]
+    out = []
+    for ctx in contexts:
+        if estimate == "mean":
+            if "arm" not in part:
+                raise ClaimError(f"{where}.arm: missing; a mean names its arm")
+            pairs = [(None, _key(x, axes)) for x in expand(part["arm"], ctx, arms, axes,
+                                                           f"{where}.arm")]
+        else:
+            pairs = _pairs(part, ctx, arms, axes, where)
+        for (a, b), bench in itertools.product(pairs, benches):
+            for versus in _versus(part, estimate, bench, grid, where):
+                out.append(Member(claim_id, index, study, estimate, a=a, b=b, benchmark=bench,
+                                  versus=versus, metric=metric, **test))
+    if not out:
+        raise ClaimError(f"{where}: expands to no member in this config")
+    return list(dict.fromkeys(out))
+
+
+def _versus(part, estimate, bench, grid: Grid, where) -> list[str]:
+    if estimate != "difference_of_differences":
+        if "versus" in part:
+            raise ClaimError(f"{where}.versus: only a difference_of_differences compares "
+                             "benchmarks")
+        return [""]
+    if bench in (ALL_BENCHMARKS, ""):
+        raise ClaimError(f"{where}.benchmark: a difference_of_differences names one benchmark")
+    versus = part.get("versus", "others")
+    others = [b for b in grid.benchmarks if b != bench]
+    if versus == "others":
+        return others
+    names = versus if isinstance(versus, list) else [versus]
+    for v in names:
+        if v not in others:
+            raise ClaimError(f"{where}.versus: {v!r} is not another benchmark of this config "
+                             f"({', '.join(others)})")
+    return names
+
+
+def parse(claims: list[dict], grid: Grid) -> list[Claim]:
+    """Every claim with its members; raises ClaimError naming the claim id and key."""
+    out, seen = [], set()
+    for i, raw in enumerate(claims):
+        cid = raw.get("id", "")
+        where = f"config key claims[{i}] (id {cid})"
+        if cid in seen:
+            raise ClaimError(f"{where}.id: {cid!r} is used twice; claim ids must be unique")
+        seen.add(cid)
+        shared = {k: v for k, v in raw.items() if k not in ("id", "statement", "all_of")}
+        parts = ([{**shared, **p} for p in raw["all_of"]] if "all_of" in raw else [shared])
+        members, missing, studies = [], [], []
+        for j, part in enumerate(parts):
+            pw = f"{where}.all_of[{j}]" if "all_of" in raw else where
+            study = _study(part, pw)
+            studies.append(study)
+            if grid.arms(study) is None:
+                missing.append(study)
+                continue
+            members += members_of(part, cid, j, grid, pw)
+        why = ""
+        if missing:
+            names = {"biencoder": "bi-encoder study (recipes:)", "latency": "latency ladder "
+                     "(the bi-encoder study)", "ladder": "ladder study (ladder:)"}
+            why = "this config has no " + " and no ".join(names[s] for s in dict.fromkeys(missing))
+        out.append(Claim(cid, raw.get("statement", ""), tuple(members), why,
+                         tuple(dict.fromkeys(studies))))
+    return out
+
+
+def studies_used(claims: list[Claim]) -> set[str]:
+    """The studies whose results the decidable claims read."""
+    return {m.study for c in claims for m in c.members}

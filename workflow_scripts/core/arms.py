@@ -1,0 +1,63 @@
+"""Arms of the bi-encoder study: per-seed, per-query scores of one model configuration
+(recipe, strategy, depth) for each benchmark, read from the per-query evaluation files; and
+the comparison design two arms' seeds allow. Shared by the stats stage and the claims.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from workflow_scripts.core import contracts
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One model configuration: per-seed, per-query scores for each benchmark."""
+
+    recipe: str
+    strategy: str
+    depth: int
+    seeds: tuple[int, ...]
+    scores: dict  # benchmark -> float array [seeds, queries], queries sorted by id
+
+    @property
+    def label(self) -> str:
+        return f"{self.recipe}/{self.strategy}{self.depth}"
+
+
+def load_evals(paths) -> pd.DataFrame:
+    frames = [contracts.read_eval(p).assign(_path=str(p)) for p in paths]
+    if not frames:
+        raise contracts.DataError("no evaluation files given")
+    return pd.concat(frames, ignore_index=True)
+
+
+def build_arms(df: pd.DataFrame, metric: str) -> dict[tuple, Arm]:
+    """Group the long table into arms; every seed of an arm must have the same queries."""
+    arms = {}
+    for (recipe, strategy, depth), g in df.groupby(["recipe", "strategy", "depth"], sort=True):
+        seeds = tuple(sorted(int(s) for s in g["seed"].unique()))
+        scores = {}
+        for bench, gb in g.groupby("benchmark", sort=True):
+            wide = gb.pivot(index="seed", columns="query_id", values=metric)
+            if set(wide.index) != set(seeds) or wide.isna().any().any():
+                files = ", ".join(sorted(gb["_path"].unique()))
+                raise contracts.DataError(
+                    f"{recipe}/{strategy}{depth}/{bench}: seeds do not share one query set "
+                    f"or a seed is missing ({files})")
+            scores[bench] = wide.loc[list(seeds)].sort_index(axis=1).to_numpy(np.float64)
+        arms[(recipe, strategy, int(depth))] = Arm(recipe, strategy, int(depth), seeds, scores)
+    return arms
+
+
+def design_for(a: Arm, b: Arm) -> str:
+    """Paired where the arms share their seeds, single-baseline where `a` is one model (the
+    untrained base, or a one-seed recipe), else unpaired."""
+    if set(a.seeds) == set(b.seeds):
+        return "paired"
+    if len(a.seeds) == 1:
+        return "single-baseline"
+    return "unpaired"
