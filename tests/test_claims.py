@@ -93,7 +93,8 @@ def test_a_claim_on_a_study_the_config_lacks_is_not_applicable():
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"b": {"recipe": "nope"}}, "claims[1] (id long-degrades).b.recipe: 'nope' is not in"),
-    ({"benchmark": "fiqa"}, "claims[1] (id long-degrades).benchmark: 'fiqa' is not a benchmark"),
+    ({"benchmark": "fiqa"}, "claims[1] (id long-degrades).benchmark: 'fiqa' is not all, each "
+                            "or a benchmark"),
     ({"metric": "ndcg@11"}, "claims[1] (id long-degrades).metric: 'ndcg@11' is not a metric"),
     ({"test": "equivalent"}, "claims[1] (id long-degrades).epsilon: missing; a equivalent test "
                              "needs the margin ε"),
@@ -136,7 +137,7 @@ def test_one_sided_difference(delta, expected):
     row = table.iloc[1]
     assert row["design"] == "paired" and row["ci_low"] < row["estimate"] < row["ci_high"]
     if expected == "inconclusive":
-        assert "seeds" in row["note"]
+        assert np.isfinite(row["seeds_needed"]) or "seeds" in row["note"]
 
 
 @pytest.mark.parametrize(("delta", "expected"), [(0.0, "supported"), (0.08, "refuted"),
@@ -274,16 +275,18 @@ def test_family_needs_every_member_after_holm():
     assert table.iloc[0]["member"] == "r1/top3 − r1/top2 [all]"  # the refuted member decides
 
 
-def test_false_supported_rate_under_the_null_is_within_the_level():
-    """400 studies with true delta = threshold (the hardest null): the rate of "supported"
-    stays within alpha = 2.5% (binomial 99% band upper bound: 5.0% for 400 trials)."""
+@pytest.mark.parametrize("seed_sd", [0.0, 0.01, 0.02])
+def test_false_supported_rate_under_the_null_is_within_the_level(seed_sd):
+    """400 studies with true delta = threshold (the hardest null), from no seed variance to
+    seeds dominating: the rate of "supported" stays within alpha = 2.5%, up to the binomial
+    99.5% quantile for 400 trials (4.75%). Measured: 0.75%, 2.5%, 3.25%."""
     rng = np.random.default_rng(10)
     claim = [{"id": "n", "statement": "s", "a": {"recipe": "r1", "depth": 1},
               "b": {"recipe": "r1", "depth": 2}, "test": "greater", "threshold": 0.01}]
     claims = spec.parse(claim, grid())
     trials, hits = 400, 0
     for _ in range(trials):
-        data = data_for({("r1", 1): 0.3, ("r1", 2): 0.31}, rng, seed_sd=0.01)
+        data = data_for({("r1", 1): 0.3, ("r1", 2): 0.31}, rng, seed_sd=seed_sd)
         table = decide.decide(claims, data, decide.Options(nboot=100))
         hits += table.iloc[0]["verdict"] == "supported"
     from scipy import stats

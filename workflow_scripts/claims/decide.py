@@ -370,7 +370,8 @@ def decide_claim(claim: Claim, data: Data, options: Options) -> list[dict]:
             r["verdict"] = _member_verdict(r, m.test, alpha)
         if r["verdict"] == "inconclusive" and plan is not None:
             r["seeds_needed"] = seeds_needed(plan, ci[m.study])
-            r["note"] = _plan_note(r["seeds_needed"])
+            if math.isnan(r["seeds_needed"]):  # a finite count: render says it
+                r["note"] = "more seeds alone would not settle it (the examples limit it)"
         out.append({"claim": claim.id, "statement": claim.statement, "row": "member",
                     "member": m.label, "part": m.part, "study": m.study,
                     "estimand": m.estimate, "test": m.test,
@@ -390,12 +391,6 @@ def decide_claim(claim: Claim, data: Data, options: Options) -> list[dict]:
     head.update({k: v for k, v in decider.items() if k not in ("row", "n_members")})
     head.update(verdict=verdict, note="; ".join(missing) if missing else decider.get("note", ""))
     return [head, *out]
-
-
-def _plan_note(n: float) -> str:
-    if math.isnan(n):
-        return "more seeds alone would not settle it (the examples limit the interval)"
-    return f"about {int(n)} seeds per arm would settle it at this estimate"
 
 
 def _decider(members: list[dict], verdict: str) -> dict:

@@ -158,12 +158,16 @@ def _pick(spec: Any, present: list, where: str) -> list:
     if isinstance(spec, dict):
         low, high = spec.get("min"), spec.get("max")
         return [v for v in present if (low is None or v >= low) and (high is None or v <= high)]
-    wanted = spec if isinstance(spec, list) else [spec]
-    for v in wanted:
-        if v not in present:
-            raise ClaimError(f"{where}: {v!r} is not in this config (it has "
-                             f"{', '.join(map(str, present))})")
-    return wanted
+    return _known(spec, present, where, "in this config, which has")
+
+
+def _known(values, allowed: list, where: str, what: str) -> list:
+    """`values` (one or a list) as a list, each checked to be in `allowed`."""
+    names = values if isinstance(values, list) else [values]
+    for v in names:
+        if v not in allowed:
+            raise ClaimError(f"{where}: {v!r} is not {what} {', '.join(map(str, allowed))}")
+    return names
 
 
 def expand(selector: dict, context: dict, arms: tuple[dict, ...], axes: tuple[str, ...],
@@ -264,11 +268,8 @@ def _benchmarks(part: dict, grid: Grid, where: str) -> list[str]:
         return [ALL_BENCHMARKS if len(grid.benchmarks) > 1 else grid.benchmarks[0]]
     if bench == EACH_BENCHMARK:
         return list(grid.benchmarks)
-    for b in bench if isinstance(bench, list) else [bench]:
-        if b not in grid.benchmarks:
-            raise ClaimError(f"{where}.benchmark: {b!r} is not a benchmark of this config "
-                             f"({', '.join(grid.benchmarks)}; or all, each)")
-    return bench if isinstance(bench, list) else [bench]
+    return _known(bench, list(grid.benchmarks), f"{where}.benchmark",
+                  "all, each or a benchmark of this config:")
 
 
 def _test(part: dict, estimate: str, where: str) -> dict:
@@ -350,12 +351,7 @@ def _versus(part, estimate, bench, grid: Grid, where) -> list[str]:
     others = [b for b in grid.benchmarks if b != bench]
     if versus == "others":
         return others
-    names = versus if isinstance(versus, list) else [versus]
-    for v in names:
-        if v not in others:
-            raise ClaimError(f"{where}.versus: {v!r} is not another benchmark of this config "
-                             f"({', '.join(others)})")
-    return names
+    return _known(versus, others, f"{where}.versus", "one of the other benchmarks:")
 
 
 def parse(claims: list[dict], grid: Grid) -> list[Claim]:

@@ -140,8 +140,11 @@ class Settings:
                                         + ("" if required else " (and has no default)"))
                 values[name] = node["default"]
             elif validate:
+                # The root's $defs go along: a sub-schema may refer to them (claims do).
+                root = schema("ladder" if keys[name].startswith("ladder.") else "")
                 try:
-                    jsonschema.validate(value, node, cls=jsonschema.Draft202012Validator)
+                    jsonschema.validate(value, {**node, "$defs": root.get("$defs", {})},
+                                        cls=jsonschema.Draft202012Validator)
                 except jsonschema.ValidationError as e:
                     raise SettingsError(f"setting {name} (config key {keys[name]}): "
                                         f"{e.message}") from None
