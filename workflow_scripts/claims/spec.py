@@ -139,7 +139,6 @@ class Claim:
     statement: str
     members: tuple[Member, ...]
     not_applicable: str = ""  # why, when the config lacks the study a part needs
-    studies: tuple[str, ...] = field(default=())
 
 
 # ---------------------------------------------------------------------------------------
@@ -365,11 +364,10 @@ def parse(claims: list[dict], grid: Grid) -> list[Claim]:
         seen.add(cid)
         shared = {k: v for k, v in raw.items() if k not in ("id", "statement", "all_of")}
         parts = ([{**shared, **p} for p in raw["all_of"]] if "all_of" in raw else [shared])
-        members, missing, studies = [], [], []
+        members, missing = [], []
         for j, part in enumerate(parts):
             pw = f"{where}.all_of[{j}]" if "all_of" in raw else where
             study = _study(part, pw)
-            studies.append(study)
             if grid.arms(study) is None:
                 missing.append(study)
                 continue
@@ -379,11 +377,5 @@ def parse(claims: list[dict], grid: Grid) -> list[Claim]:
             names = {"biencoder": "bi-encoder study (recipes:)", "latency": "latency ladder "
                      "(the bi-encoder study)", "ladder": "ladder study (ladder:)"}
             why = "this config has no " + " and no ".join(names[s] for s in dict.fromkeys(missing))
-        out.append(Claim(cid, raw.get("statement", ""), tuple(members), why,
-                         tuple(dict.fromkeys(studies))))
+        out.append(Claim(cid, raw.get("statement", ""), tuple(members), why))
     return out
-
-
-def studies_used(claims: list[Claim]) -> set[str]:
-    """The studies whose results the decidable claims read."""
-    return {m.study for c in claims for m in c.members}
