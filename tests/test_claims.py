@@ -14,6 +14,7 @@ from conftest import ROOT
 
 from workflow_scripts.claims import __main__ as cli
 from workflow_scripts.claims import decide, layout, spec
+from workflow_scripts.claims import latency as claims_latency
 from workflow_scripts.claims.data import Data
 from workflow_scripts.core import contracts
 from workflow_scripts.core.arms import Arm
@@ -338,7 +339,7 @@ def test_latency_claims():
     bent = latency_calls(slope=0.0)  # flat: fails monotone in every run
     bent.loc[bent.depth == 2, "seconds"] *= 1.5
     doc = coherence_doc(bent)
-    assert decide.coherence_verdict(doc)["verdict"] == "refuted"
+    assert claims_latency.coherence_verdict(doc)["verdict"] == "refuted"
 
 
 # ---------------------------------------------------------------------------------------

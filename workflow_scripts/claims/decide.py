@@ -13,9 +13,7 @@ both interval methods serve every kind:
   ratio                 metric(b) / metric(a): a test of ratio vs rho is a test of
                         b - rho * a vs 0; the interval is Fieller's, the rho where that
                         contrast's interval just reaches 0
-Latency claims read the profiling runs: the ratio of canonical p50s (median over the
-coherent runs) with a bootstrap over coherent runs and, within each, whole rounds (every
-round times every depth, so rounds pair the depths); coherence from coherence.json.
+Latency claims: claims/latency.py.
 
 Tests at level alpha = (1 - ci) / 2 one-sided, so a single claim is decided exactly when its
 ci interval lies on one side of the threshold.
@@ -31,14 +29,13 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from workflow_scripts.biencoder import coherence as coh
 from workflow_scripts.claims.data import Data
+from workflow_scripts.claims.latency import decide_latency
 from workflow_scripts.claims.spec import ALL_BENCHMARKS, Claim, Member, arm_label
 from workflow_scripts.core import calibrated as cal
 from workflow_scripts.core import intervals
 from workflow_scripts.core.contracts import BASE
 
-SHAPE_CHECKS = ("monotone", "linear", "constant_slope", "leave_one_out")
 COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "test",
            "threshold", "epsilon", "benchmark", "metric", "estimate", "ci_low", "ci_high", "ci",
            "interval", "mb_ci_low", "mb_ci_high", "p_support", "p_refute", "p_support_holm",
@@ -179,17 +176,17 @@ def _fieller(c: Contrast, opts: dict, estimate: float, threads) -> tuple[float, 
 def decide_member(m: Member, data: Data, options: Options) -> dict:
     """The member's estimate, interval, p_support and p_refute (before Holm)."""
     if m.study == "latency":
-        return _latency(m, data, options)
+        return decide_latency(m, data, options.ci, options.latency_nboot, options.latency_seed)
     opts, threads = options.for_study(m.study), options.threads
     c = contrast(m, data)
     ratio = m.estimate == "ratio"
     # The tested contrast: b - a against t, or b - rho * a against 0 for a ratio vs rho.
     t = {"greater": m.threshold, "less": m.threshold, "consistent": m.value}.get(m.test, 0.0)
     rho, at = (t, 0.0) if ratio else (1.0, t)
-    if m.test == "equivalent":
-        at = m.epsilon
-    g = _compare(c, opts, "greater", at, threads, rho)
-    less = _compare(c, opts, "less", at, threads, rho)
+    # Equivalence is refuted beyond either margin: delta > epsilon or delta < -epsilon.
+    above, below = (m.epsilon, -m.epsilon) if m.test == "equivalent" else (at, at)
+    g = _compare(c, opts, "greater", above, threads, rho)
+    less = _compare(c, opts, "less", below, threads, rho)
     row = {"interval": g["interval"], "design": c.design, "resample": g["resample"],
            "ci": opts["ci"], "caveats": "; ".join(c.caveats), "estimate": g["estimate"],
            "ci_low": g["ci_low"], "ci_high": g["ci_high"], "mb_ci_low": g["mb_ci_low"],
@@ -204,8 +201,7 @@ def decide_member(m: Member, data: Data, options: Options) -> dict:
                                    alpha=(1 - opts["ci"]) / 2, resample=c.resample,
                                    threads=threads, method=opts["method"],
                                    nboot=opts["nboot"], seed=opts["seed"], **c.kwargs)
-        below = _compare(c, opts, "less", -m.epsilon, threads)["p_value"]
-        row.update(p_support=eq["equivalence_p"], p_refute=min(g["p_value"], below))
+        row.update(p_support=eq["equivalence_p"], p_refute=min(g["p_value"], less["p_value"]))
         margin = abs(m.epsilon - abs(row["estimate"]))
     else:
         p = {"greater": g["p_value"], "less": less["p_value"]}
@@ -230,86 +226,6 @@ def seeds_needed(plan, ci: float) -> float:
     n = cal.seeds_for_margin(r.terms, margin, ci)
     now = max((t.seeds for t in r.terms), default=0)
     return math.nan if n is None else float(max(n, now + 1))  # undecided now: more than now
-
-
-# ---------------------------------------------------------------------------------------
-# Latency
-# ---------------------------------------------------------------------------------------
-def _latency(m: Member, data: Data, o: Options) -> dict:
-    doc = data.coherence
-    row = {"interval": "bootstrap", "design": "coherent runs x rounds", "resample": "runs,rounds",
-           "ci": o.ci, "caveats": "", "mb_ci_low": math.nan, "mb_ci_high": math.nan,
-           "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
-           "p_support": math.nan, "p_refute": math.nan}
-    runs = list(doc.get("coherent_runs", []))
-    if m.estimate == "latency_coherent":
-        return {**row, **coherence_verdict(doc)}
-    if not runs:
-        return {**row, "note": "no coherent latency run: the ladder was not measured reliably"}
-    est, lo, hi, samples = latency_ratio(data.latency_calls, runs, m.a[0], m.b[0], ci=o.ci,
-                                         nboot=o.latency_nboot, seed=o.latency_seed)
-    ge = (np.sum(samples >= m.threshold) + 1) / (len(samples) + 1)
-    le = (np.sum(samples <= m.threshold) + 1) / (len(samples) + 1)
-    p_g, p_l = le, ge  # H0 ratio <= t is rejected when few samples lie at or below t
-    sup, ref = (p_g, p_l) if m.test == "greater" else (p_l, p_g)
-    if m.test == "consistent":
-        sup, ref = math.nan, min(p_g, p_l)
-    return {**row, "estimate": est, "ci_low": lo, "ci_high": hi, "p_support": sup,
-            "p_refute": ref, "caveats": f"{len(runs)} coherent run(s) on this machine"}
-
-
-def latency_ratio(calls: pd.DataFrame, runs, depth_a: int, depth_b: int, *, ci: float,
-                  nboot: int, seed: int) -> tuple[float, float, float, np.ndarray]:
-    """p50(b) / p50(a) of the canonical ladder (median over `runs` of each run's p50), a
-    percentile interval and the bootstrap samples (runs resampled, then whole rounds)."""
-    if "stage" in calls:
-        calls = calls[calls["stage"] == "forward"]
-    per_run = []
-    for r in runs:
-        g = calls[calls["run"] == r]
-        rounds = sorted(g["round"].unique())
-        per_run.append([[g.loc[(g["round"] == k) & (g["depth"] == d), "seconds"].to_numpy(float)
-                         for k in rounds] for d in (depth_a, depth_b)])
-
-    def canon(picks) -> float:
-        p50 = [[np.median(np.concatenate([per_run[r][i][k] for k in ks])) for r, ks in picks]
-               for i in (0, 1)]
-        return float(np.median(p50[1]) / np.median(p50[0]))
-
-    est = canon([(r, range(len(per_run[r][0]))) for r in range(len(runs))])
-    rng = np.random.default_rng(seed)
-    samples = np.empty(nboot)
-    for i in range(nboot):
-        picked = rng.integers(len(runs), size=len(runs))
-        samples[i] = canon([(r, rng.integers(len(per_run[r][0]), size=len(per_run[r][0])))
-                            for r in picked])
-    lo, hi = np.quantile(samples, [(1 - ci) / 2, (1 + ci) / 2])
-    return est, float(lo), float(hi), samples
-
-
-def coherence_verdict(doc: dict) -> dict:
-    """Latency linear in depth: supported when the canonical ladder (coherent runs) passes
-    the shape checks; refuted when it fails them, or every run fails one; else (no coherent
-    run, for reasons other than shape) inconclusive."""
-    runs = doc.get("runs", [])
-    shape_fail = [sorted(set(r["failed"]) & set(SHAPE_CHECKS)) for r in runs]
-    if runs and all(shape_fail):
-        return {"verdict": "refuted", "note": "every run fails a shape check: "
-                + "; ".join(f"run {r['run']}: {', '.join(f)}" for r, f in zip(runs, shape_fail,
-                                                                               strict=True))}
-    ladder = doc.get("canonical_ladder", {})
-    p50 = ladder.get("p50_ms") or []
-    if not doc.get("coherent_runs") or any(x is None for x in p50):
-        return {"verdict": "inconclusive", "note": "no coherent latency run"}
-    checks = coh.check_run({"depths": ladder["depth"], "p50": p50})
-    failed = [n for n in coh.failed(checks) if n in SHAPE_CHECKS]
-    if failed:
-        return {"verdict": "refuted", "note": "canonical ladder fails " + ", ".join(failed)}
-    fit = ladder.get("fit") or {}
-    what = (f"p50 = {fit['a_ms']:.2f} + {fit['b_ms_per_layer']:.3f}·n ms, R² {fit['r2']:.3f}"
-            if fit else "")
-    return {"verdict": "supported", "note": "canonical ladder passes monotone, linear, "
-            "constant slope and leave-one-out" + (f" ({what})" if what else "")}
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,96 @@
+"""Latency claims, read from the profiling runs (results/latency/run<r>.parquet) and the
+coherence document: the ratio of two depths' canonical p50 (median over the coherent runs)
+with a bootstrap over coherent runs and, within each, whole rounds (every round times every
+depth, so rounds pair the depths); and whether the canonical ladder is coherent.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from workflow_scripts.biencoder import coherence as coh
+from workflow_scripts.claims.data import Data
+from workflow_scripts.claims.spec import Member
+
+SHAPE_CHECKS = ("monotone", "linear", "constant_slope", "leave_one_out")
+
+
+def decide_latency(m: Member, data: Data, ci: float, nboot: int, seed: int) -> dict:
+    """A latency member's estimate, interval and p-values, or its coherence verdict."""
+    doc = data.coherence
+    row = {"interval": "bootstrap", "design": "coherent runs x rounds", "resample": "runs,rounds",
+           "ci": ci, "caveats": "", "mb_ci_low": math.nan, "mb_ci_high": math.nan,
+           "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+           "p_support": math.nan, "p_refute": math.nan}
+    runs = list(doc.get("coherent_runs", []))
+    if m.estimate == "latency_coherent":
+        return {**row, **coherence_verdict(doc)}
+    if not runs:
+        return {**row, "note": "no coherent latency run: the ladder was not measured reliably"}
+    est, lo, hi, samples = latency_ratio(data.latency_calls, runs, m.a[0], m.b[0], ci=ci,
+                                         nboot=nboot, seed=seed)
+    ge = (np.sum(samples >= m.threshold) + 1) / (len(samples) + 1)
+    le = (np.sum(samples <= m.threshold) + 1) / (len(samples) + 1)
+    p_g, p_l = le, ge  # H0 ratio <= t is rejected when few samples lie at or below t
+    sup, ref = (p_g, p_l) if m.test == "greater" else (p_l, p_g)
+    if m.test == "consistent":
+        sup, ref = math.nan, min(p_g, p_l)
+    return {**row, "estimate": est, "ci_low": lo, "ci_high": hi, "p_support": sup,
+            "p_refute": ref, "caveats": f"{len(runs)} coherent run(s) on this machine"}
+
+
+def latency_ratio(calls: pd.DataFrame, runs, depth_a: int, depth_b: int, *, ci: float,
+                  nboot: int, seed: int) -> tuple[float, float, float, np.ndarray]:
+    """p50(b) / p50(a) of the canonical ladder (median over `runs` of each run's p50), a
+    percentile interval and the bootstrap samples (runs resampled, then whole rounds)."""
+    if "stage" in calls:
+        calls = calls[calls["stage"] == "forward"]
+    per_run = []
+    for r in runs:
+        g = calls[calls["run"] == r]
+        rounds = sorted(g["round"].unique())
+        per_run.append([[g.loc[(g["round"] == k) & (g["depth"] == d), "seconds"].to_numpy(float)
+                         for k in rounds] for d in (depth_a, depth_b)])
+
+    def canon(picks) -> float:
+        p50 = [[np.median(np.concatenate([per_run[r][i][k] for k in ks])) for r, ks in picks]
+               for i in (0, 1)]
+        return float(np.median(p50[1]) / np.median(p50[0]))
+
+    est = canon([(r, range(len(per_run[r][0]))) for r in range(len(runs))])
+    rng = np.random.default_rng(seed)
+    samples = np.empty(nboot)
+    for i in range(nboot):
+        picked = rng.integers(len(runs), size=len(runs))
+        samples[i] = canon([(r, rng.integers(len(per_run[r][0]), size=len(per_run[r][0])))
+                            for r in picked])
+    lo, hi = np.quantile(samples, [(1 - ci) / 2, (1 + ci) / 2])
+    return est, float(lo), float(hi), samples
+
+
+def coherence_verdict(doc: dict) -> dict:
+    """Latency linear in depth: supported when the canonical ladder (coherent runs) passes
+    the shape checks; refuted when it fails them, or every run fails one; else (no coherent
+    run, for reasons other than shape) inconclusive."""
+    runs = doc.get("runs", [])
+    shape_fail = [sorted(set(r["failed"]) & set(SHAPE_CHECKS)) for r in runs]
+    if runs and all(shape_fail):
+        return {"verdict": "refuted", "note": "every run fails a shape check: "
+                + "; ".join(f"run {r['run']}: {', '.join(f)}" for r, f in zip(runs, shape_fail,
+                                                                               strict=True))}
+    ladder = doc.get("canonical_ladder", {})
+    p50 = ladder.get("p50_ms") or []
+    if not doc.get("coherent_runs") or any(x is None for x in p50):
+        return {"verdict": "inconclusive", "note": "no coherent latency run"}
+    checks = coh.check_run({"depths": ladder["depth"], "p50": p50})
+    failed = [n for n in coh.failed(checks) if n in SHAPE_CHECKS]
+    if failed:
+        return {"verdict": "refuted", "note": "canonical ladder fails " + ", ".join(failed)}
+    fit = ladder.get("fit") or {}
+    what = (f"p50 = {fit['a_ms']:.2f} + {fit['b_ms_per_layer']:.3f}·n ms, R² {fit['r2']:.3f}"
+            if fit else "")
+    return {"verdict": "supported", "note": "canonical ladder passes monotone, linear, "
+            "constant slope and leave-one-out" + (f" ({what})" if what else "")}
