@@ -78,3 +78,29 @@ def test_read_eval_checks_the_contract(tmp_path):
     pd.DataFrame({"query_id": ["q"], "ndcg@10": [0.5]}).to_parquet(p)
     with pytest.raises(contracts.DataError, match="missing column"):
         contracts.read_eval(p)
+
+
+# ---- issue #17: inputs that used to pass silently ----------------------------------------
+def test_benchmark_without_judged_queries_is_an_error_naming_it(tmp_path):
+    """Used to load as 0 queries, so every evaluation wrote 0 rows and the benchmark dropped
+    out of the mean silently."""
+    folder = tmp_path / "empty-bench"
+    contracts.write_beir(folder, {"d1": {"title": "", "text": "x"}}, {"q1": "y"}, {"q1": {"d1": 1}})
+    qrels = folder / "qrels" / "test.tsv"
+    qrels.write_text(qrels.read_text().splitlines()[0] + "\n")  # the header only
+    with pytest.raises(contracts.DataError, match=r"empty-bench.*no test query has a judged"):
+        contracts.load_beir(folder)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_metric_names_file_column_and_row(tmp_path, value):
+    """Used to surface in the stats stage as 'seeds do not share one query set'."""
+    df = pd.DataFrame({"query_id": ["a", "b", "c"], "recipe": "r", "strategy": "top", "depth": 1,
+                       "seed": 1, "benchmark": "b",
+                       **{m: [0.1, 0.2, 0.3] for m in contracts.METRICS}})
+    df.loc[2, "ndcg@10"] = value
+    path = tmp_path / "e.parquet"
+    df.to_parquet(path)
+    with pytest.raises(contracts.DataError, match=r"e\.parquet: column 'ndcg@10' holds 1 non-finite"
+                                                  r".*row\(s\) 2"):
+        contracts.read_eval(path)

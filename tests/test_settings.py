@@ -82,3 +82,12 @@ def test_settings_json_errors_name_the_key():
         settings.Train.from_json("{}")
     with pytest.raises(settings.SettingsError, match="not valid JSON"):
         settings.Stats.from_json("{nboot")
+
+
+def test_recipe_named_base_is_reserved():
+    """Issue #17: used to read "'base' should not be valid under {'const': 'base'}"."""
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    cfg["recipes"]["base"] = cfg["recipes"].pop("long")
+    with pytest.raises(ValueError, match="config key recipes.base: the recipe name 'base' is "
+                                         "reserved for the untrained model"):
+        check_config(cfg)

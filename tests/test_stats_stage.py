@@ -147,3 +147,26 @@ def test_calibrated_by_default_with_the_multibootstrap_beside(tables, tmp_path):
     assert (m["interval"] == "multibootstrap").all()
     assert np.allclose(m.ci_low, m.mb_ci_low) and np.allclose(m.ci_high, m.mb_ci_high)
 
+
+
+def _eval_file(path, bench, depth=1, rows=3):
+    df = pd.DataFrame({"query_id": [f"q{i}" for i in range(rows)], "recipe": "r",
+                       "strategy": "top", "depth": depth, "seed": 1, "benchmark": bench,
+                       **{m: [0.5] * rows for m in contracts.METRICS}})
+    df.to_parquet(path)
+    return path
+
+
+def test_an_empty_evaluation_stops_the_stats_naming_the_file(tmp_path):
+    """Issue #17: a 0-row file used to drop its benchmark from "all" silently."""
+    files = [_eval_file(tmp_path / "a.parquet", "a"),
+             _eval_file(tmp_path / "b.parquet", "b", rows=0)]
+    with pytest.raises(contracts.DataError, match=r"b\.parquet: 0 queries"):
+        stats.load_evals(files)
+
+
+def test_a_model_lacking_a_benchmark_stops_the_stats(tmp_path):
+    files = [_eval_file(tmp_path / "a1.parquet", "a"), _eval_file(tmp_path / "b1.parquet", "b"),
+             _eval_file(tmp_path / "a2.parquet", "a", depth=2)]
+    with pytest.raises(contracts.DataError, match=r"r/top2: no evaluation on benchmark\(s\) b"):
+        stats.build_arms(stats.load_evals(files), "ndcg@10")

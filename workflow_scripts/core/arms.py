@@ -32,13 +32,22 @@ def load_evals(paths) -> pd.DataFrame:
     frames = [contracts.read_eval(p).assign(_path=str(p)) for p in paths]
     if not frames:
         raise contracts.DataError("no evaluation files given")
+    empty = [str(p) for p, f in zip(paths, frames, strict=True) if f.empty]
+    if empty:  # averaging over the other benchmarks would hide it
+        raise contracts.DataError(f"{empty[0]}: 0 queries; every configured benchmark needs "
+                                  f"rows ({len(empty)} empty file(s))")
     return pd.concat(frames, ignore_index=True)
 
 
 def build_arms(df: pd.DataFrame, metric: str) -> dict[tuple, Arm]:
     """Group the long table into arms; every seed of an arm must have the same queries."""
     arms = {}
+    benchmarks = set(df["benchmark"])
     for (recipe, strategy, depth), g in df.groupby(["recipe", "strategy", "depth"], sort=True):
+        lacking = sorted(benchmarks - set(g["benchmark"]))
+        if lacking:
+            raise contracts.DataError(f"{recipe}/{strategy}{depth}: no evaluation on benchmark(s) "
+                                      f"{', '.join(lacking)} that other models have")
         seeds = tuple(sorted(int(s) for s in g["seed"].unique()))
         scores = {}
         for bench, gb in g.groupby("benchmark", sort=True):

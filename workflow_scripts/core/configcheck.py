@@ -46,6 +46,9 @@ def cross_errors(config: dict) -> list[str]:
         if name in names[:i]:
             msgs.append(f"config key ladder.configs[{i}].name: {name!r} is used twice; "
                         "config names must be unique")
+    if "base" in config.get("recipes", {}):
+        return msgs + ["config key recipes.base: the recipe name 'base' is reserved for the "
+                       "untrained model; rename the recipe"]
     msgs += claim_errors(config)
     if "recipes" not in config:
         return msgs

@@ -213,6 +213,9 @@ def load_beir(folder, split: str = "test"):
                 raise DataError(f"{qrels_path}: document id {did!r} (query {qid!r}) "
                                 "is not in corpus.jsonl")
     queries = {qid: text for qid, text in queries.items() if qid in qrels}
+    if not queries:  # else every evaluation writes 0 rows and the benchmark drops silently
+        raise DataError(f"{qrels_path}: no {split} query has a judged document, so "
+                        f"benchmark {folder.name!r} has nothing to evaluate")
     return corpus, queries, qrels
 
 
@@ -237,11 +240,19 @@ def check_columns(df: pd.DataFrame, required, path) -> None:
 
 
 def read_eval(path) -> pd.DataFrame:
-    """A per-query evaluation parquet (docs/architecture.md, data contracts)."""
+    """A per-query evaluation parquet (docs/architecture.md, data contracts); every metric
+    finite."""
+    import numpy as np
     import pandas as pd
 
     df = pd.read_parquet(path)
     check_columns(df, ("query_id", *METRICS, *RUN_KEYS), path)
+    for col in METRICS:
+        bad = np.flatnonzero(~np.isfinite(pd.to_numeric(df[col], errors="coerce").to_numpy(float)))
+        if len(bad):
+            raise DataError(f"{path}: column {col!r} holds {len(bad)} non-finite value(s) "
+                            f"(NaN or inf), first at row(s) {', '.join(map(str, bad[:5]))} "
+                            "(0-based)")
     return df
 
 
