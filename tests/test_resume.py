@@ -86,3 +86,44 @@ def test_killed_training_resumes_to_the_same_model(tiny_model, data):
                                   check_exact=True)
     w_ref, w_out = load_file(ref / "model.safetensors"), load_file(out / "model.safetensors")
     assert all((w_ref[k] == w_out[k]).all() for k in w_ref)  # bitwise, not just close
+
+
+class _Crash(Exception):
+    pass
+
+
+def _crash_after(step: int):
+    """A trainer callback that stops the run like a kill, after checkpoint `step` is saved."""
+    from transformers import TrainerCallback
+
+    class Crash(TrainerCallback):
+        def on_save(self, args, state, control, **kw):
+            if state.global_step >= step:
+                raise _Crash
+
+    return Crash()
+
+
+@pytest.mark.slow
+def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(tiny_model, data, capsys):
+    """Issue #17: a truncated model.safetensors in the newest checkpoint used to fail every
+    rerun with "SafetensorError: invalid header length"; now the older one resumes and the
+    model ends bit-identical to an uninterrupted run."""
+    from workflow_scripts.biencoder.train import train
+    from workflow_scripts.core.settings import Train
+
+    s = Train.from_json(json.dumps(SETTINGS))
+    kw = dict(base=str(tiny_model), strategy="top", depth=2, seed=5, settings=s,
+              triples=data / "t.parquet", checkpoint_every=2)
+    ref, out = data / "fallback-ref", data / "fallback-out"
+    train(out_dir=ref, **kw)
+    with pytest.raises(_Crash):
+        train(out_dir=out, callbacks=[_crash_after(4)], **kw)
+    newest = data / "fallback-out.trainer" / "checkpoint-4" / "model.safetensors"
+    newest.write_bytes(newest.read_bytes()[:100])  # truncated mid-write
+    summary = train(out_dir=out, **kw)
+    said = capsys.readouterr().out
+    assert "skipping" in said and "checkpoint-4" in said
+    assert summary["resumed_from"].endswith("checkpoint-2")
+    w_ref, w_out = load_file(ref / "model.safetensors"), load_file(out / "model.safetensors")
+    assert all((w_ref[k] == w_out[k]).all() for k in w_ref)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -47,12 +48,44 @@ def device_and_precision(precision: str) -> tuple[str, dict]:
 
 
 def last_checkpoint(state_dir) -> Path | None:
-    """The newest complete trainer checkpoint (trainer_state.json is written last)."""
+    """The newest trainer checkpoint that loads: trainer_state.json (written last) parses and
+    every weights file has a whole safetensors header and data. Newer ones that do not (a
+    crash or a full disk mid-write) are said, removed, and the next older one is tried, so a
+    job never fails forever on a bad checkpoint; None when none is left."""
     state_dir = Path(state_dir)
     if not state_dir.is_dir():
         return None
-    done = [p for p in state_dir.glob("checkpoint-*") if (p / "trainer_state.json").exists()]
-    return max(done, key=lambda p: int(p.name.split("-")[1]), default=None)
+    found = sorted(state_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]),
+                   reverse=True)
+    for ckpt in found:
+        why = checkpoint_problem(ckpt)
+        if not why:
+            return ckpt
+        print(f"skipping {ckpt}: {why}; removing it", flush=True)
+        shutil.rmtree(ckpt, ignore_errors=True)
+    if found:
+        print(f"no loadable checkpoint left in {state_dir}: training from the start", flush=True)
+    return None
+
+
+def checkpoint_problem(ckpt: Path) -> str:
+    """Why a trainer checkpoint cannot be resumed from ('' when it can)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        return f"trainer_state.json unreadable ({e.__class__.__name__})"
+    weights = sorted(ckpt.rglob("*.safetensors"))
+    if not weights:
+        return "no *.safetensors weights"
+    for path in weights:
+        try:
+            with safe_open(str(path), framework="numpy"):
+                pass
+        except (OSError, SafetensorError) as e:
+            return f"{path.relative_to(ckpt)}: {e}"
+    return ""
 
 
 def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, triples,
@@ -64,8 +97,6 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     (default: OUT_DIR.trainer, the last 2 kept); a rerun after a crash resumes from the
     newest complete one, and the state is removed once the model is saved. Checkpointing
     does not change the model. `callbacks`: extra transformers TrainerCallbacks."""
-    import shutil
-
     import torch
     from datasets import Dataset
     from sentence_transformers import (
