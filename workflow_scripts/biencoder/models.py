@@ -26,7 +26,8 @@ STRATEGIES = ("top", "bottom", "alternate", "freeze")
 def kept_layers(strategy: str, depth: int, n_layers: int) -> list[int]:
     """0-based indices of the base model's layers that a strategy keeps (all for freeze)."""
     if not 1 <= depth <= n_layers:
-        raise ValueError(f"depth {depth}: the base model has {n_layers} layers")
+        raise ValueError(f"config key depths: depth {depth} is outside 1..{n_layers}, the "
+                         "base model's layers")
     if strategy == "top":
         return list(range(depth))
     if strategy == "bottom":

@@ -8,6 +8,9 @@ Imported by the Snakefile: jsonschema and yaml only, so `snakemake -n` stays fas
 from __future__ import annotations
 
 import copy
+import importlib
+import json
+from pathlib import Path
 
 import jsonschema
 
@@ -52,6 +55,7 @@ def cross_errors(config: dict) -> list[str]:
     msgs += claim_errors(config)
     if "recipes" not in config:
         return msgs
+    msgs += depth_errors(config)
     datasets = config["datasets"]
     roles = [("train_data", config["train_data"], "train")] + [
         (f"benchmarks[{i}]", b, "benchmark") for i, b in enumerate(config["benchmarks"])]
@@ -69,6 +73,27 @@ def cross_errors(config: dict) -> list[str]:
         if r not in config["recipes"]:
             msgs.append(f"config key figures.budget_pair[{i}]: {r!r} is not a recipe")
     return msgs
+
+
+def depth_errors(config: dict) -> list[str]:
+    """Depths beyond the base model's layer count, where its config.json is on disk (a
+    `package:` model or a local folder); a hub id is checked by its first job."""
+    spec = str(config["base_model"])
+    folder = Path(spec)
+    if spec.startswith("package:"):
+        try:  # the packages ship a model folder and import nothing heavy
+            folder = Path(importlib.import_module(spec.split(":", 1)[1]).get_model_path())
+        except (ImportError, AttributeError):
+            return []  # the jobs say what is wrong with the package
+    path = folder / "config.json"
+    try:
+        n_layers = json.loads(path.read_text(encoding="utf-8")).get("num_hidden_layers")
+    except (OSError, ValueError):
+        return []
+    if not isinstance(n_layers, int):
+        return []
+    return [f"config key depths[{i}]: {d} is more than the {n_layers} layers of base_model "
+            f"{spec} ({path})" for i, d in enumerate(config["depths"]) if d > n_layers]
 
 
 def claim_errors(config: dict) -> list[str]:
