@@ -96,10 +96,10 @@ def scores(rng, n_seeds, n_ex, runs=None):
 
 
 def arm_data(kind, n_seeds, rng, baseline=False):
-    if baseline:  # one seed: [runs, examples] or, stratified, [1, runs, examples]
+    if baseline:  # one seed, its runs explicit: [1, runs, examples]
         if kind == "stratified":
             return {"nq": scores(rng, 1, 13, runs=3), "fiqa": scores(rng, 1, 21)}
-        return scores(rng, 1, 17, runs=3)[0]
+        return scores(rng, 1, 17, runs=3)
     if kind == "stratified":
         return {"nq": scores(rng, n_seeds, 13, runs=2), "fiqa": scores(rng, n_seeds, 21)}
     return scores(rng, n_seeds, 17, runs=3 if kind == "runs" else None)
@@ -499,8 +499,11 @@ _NAN[1, 2] = np.nan
          "share the seed axis"),
         (lambda: mb.compare({"nq": _X}, _X, nboot=100, seed=0), "both be arrays or both"),
         (lambda: mb.bootstrap_mean(_X[0], nboot=100, seed=0), "expected \\[seeds, examples\\]"),
-        (lambda: mb.compare(_X, _X, design="single-baseline", nboot=100, seed=0,
+        (lambda: mb.compare(_X[:1], _X, design="single-baseline", nboot=100, seed=0,
                             seeds_b=[1, 2]), "seeds_b has 2 ids"),
+        # Issue #17: 4 seeds given as the baseline used to be read as 4 runs of one seed.
+        (lambda: mb.compare(_X, _X, design="single-baseline", nboot=100, seed=0),
+         r"single-baseline arm is one model, but shape \(4, 5\) reads as 4 seeds"),
         (lambda: mb.compare(np.ones((2, 3, 5)), _X, design="single-baseline", nboot=100,
                             seed=0), "single-baseline arm is one seed"),
         (lambda: mb.bootstrap_mean(_X, nboot=100, seed=None), "seed must be"),

@@ -33,14 +33,18 @@ def _check_finite(x: np.ndarray, name: str) -> None:
 def as_block(x, name: str, baseline: bool = False) -> np.ndarray:
     """One benchmark's scores -> float [seeds, examples], runs averaged within each seed."""
     x = np.asarray(x, dtype=np.float64)
-    if baseline:  # one seed: [examples], [runs, examples] or [1, runs, examples]
+    if baseline:  # one seed: [examples], [1, examples] or its runs as [1, runs, examples]
+        if x.ndim == 2 and x.shape[0] > 1:  # k seeds, or k runs of one seed? Say which.
+            raise ValueError(f"{name}: the single-baseline arm is one model, but shape "
+                             f"{x.shape} reads as {x.shape[0]} seeds; give [examples] or "
+                             f"[1, examples], or its runs as [1, runs, examples]")
         if x.ndim == 3 and x.shape[0] == 1:
             x = x[0]
         if x.ndim == 1:
             x = x[None]
         if x.ndim != 2:
             raise ValueError(f"{name}: the single-baseline arm is one seed, expected [examples], "
-                             f"[runs, examples] or [1, runs, examples]; got shape {x.shape}")
+                             f"[1, examples] or [1, runs, examples]; got shape {x.shape}")
     elif x.ndim not in (2, 3):
         raise ValueError(f"{name}: expected [seeds, examples] or [seeds, runs, examples]; "
                          f"got shape {x.shape}")
