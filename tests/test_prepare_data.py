@@ -29,13 +29,16 @@ def server(tmp_path):
     httpd.shutdown()
 
 
-def _beir_zip(path, name):
+def _beir_zip(path, name, empty=()):
+    """A mini BEIR zip; ids in `empty` (e.g. q1, d2) get empty text."""
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(f"{name}/corpus.jsonl", "".join(
-            json.dumps({"_id": f"d{i}", "title": "", "text": f"doc {i}"}) + "\n"
+            json.dumps({"_id": f"d{i}", "title": "",
+                        "text": "" if f"d{i}" in empty else f"doc {i}"}) + "\n"
             for i in range(5)))
         z.writestr(f"{name}/queries.jsonl", "".join(
-            json.dumps({"_id": f"q{i}", "text": f"query {i}"}) + "\n" for i in range(3)))
+            json.dumps({"_id": f"q{i}", "text": "" if f"q{i}" in empty else f"query {i}"})
+            + "\n" for i in range(3)))
         z.writestr(f"{name}/qrels/test.tsv", "query-id\tcorpus-id\tscore\nq0\td0\t1\nq1\td3\t2\n")
         z.writestr(f"{name}/qrels/train.tsv", "query-id\tcorpus-id\tscore\nq2\td1\t1\n")
     return hashlib.md5(path.read_bytes()).hexdigest()
@@ -46,10 +49,23 @@ def test_beir_zip_is_verified_unpacked_and_carded(server, tmp_path):
     md5 = _beir_zip(root / "mini.zip", "mini")
     out = tmp_path / "data/beir/mini"
     counts = prepare_data.prepare_beir("mini", f"{url}/mini.zip", md5, tmp_path / "dl", out)
-    assert counts == {"corpus documents": 5, "test queries": 2, "judgments": 2}
+    assert counts == {"corpus documents": 5, "test queries": 2, "judgments": 2,
+                      "empty test query texts (kept)": 0, "empty documents (kept)": 0}
     corpus, queries, qrels = contracts.load_beir(out)
     assert qrels == {"q0": {"d0": 1}, "q1": {"d3": 2}}
     assert md5 in (out / "DATACARD.md").read_text()
+
+
+def test_empty_texts_are_kept_counted_and_carded(server, tmp_path, capsys):
+    """Issue #17: empty query text used to be kept and scored without a word."""
+    root, url = server
+    md5 = _beir_zip(root / "mini.zip", "mini", empty=("q1", "d2"))
+    out = tmp_path / "data/beir/mini"
+    counts = prepare_data.prepare_beir("mini", f"{url}/mini.zip", md5, tmp_path / "dl", out)
+    assert counts["empty test query texts (kept)"] == 1
+    assert counts["empty documents (kept)"] == 1
+    assert "warning: mini: 1 empty test query texts (kept)" in capsys.readouterr().err
+    assert "empty test query texts (kept)" in (out / "DATACARD.md").read_text()
 
 
 def test_beir_md5_mismatch_fails_and_leaves_nothing(server, tmp_path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -25,8 +26,16 @@ def prepare_beir(name: str, url: str, md5: str, download_dir, out_dir) -> dict:
     zip_path = download.fetch(url, Path(download_dir) / f"{name}.zip", md5=md5)
     download.extract_zip(zip_path, out_dir, members_prefix=f"{name}/")
     corpus, queries, qrels = contracts.load_beir(out_dir)  # fails with file:line on bad data
+    # Empty texts are kept and encoded as given, as BEIR does (the encoder sees an empty
+    # string, so such a query retrieves by the model's bias alone); counted and said here.
+    empty = {"empty test query texts (kept)": sum(not t.strip() for t in queries.values()),
+             "empty documents (kept)": sum(not (d.get("title", "") + d.get("text", "")).strip()
+                                           for d in corpus.values())}
+    for what, n in empty.items():
+        if n:
+            print(f"warning: {name}: {n} {what}", file=sys.stderr)
     counts = {"corpus documents": len(corpus), "test queries": len(queries),
-              "judgments": sum(len(v) for v in qrels.values())}
+              "judgments": sum(len(v) for v in qrels.values()), **empty}
     contracts.write_text(Path(out_dir) / "DATACARD.md", _card(name, url, {"md5": md5}, counts))
     return counts
 
