@@ -127,3 +127,21 @@ def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(tiny_model, da
     assert summary["resumed_from"].endswith("checkpoint-2")
     w_ref, w_out = load_file(ref / "model.safetensors"), load_file(out / "model.safetensors")
     assert all((w_ref[k] == w_out[k]).all() for k in w_ref)
+
+
+@pytest.mark.slow
+def test_failed_retrain_leaves_no_partial_model_folder(tiny_model, data):
+    """Issue #17: a failed retrain used to leave the old config, tokenizer and summary in the
+    model folder without model.safetensors (which Snakemake removes before the job)."""
+    from workflow_scripts.biencoder.train import train
+    from workflow_scripts.core.settings import Train
+
+    out = data / "partial-out"
+    out.mkdir()
+    (out / "config.json").write_text("{}")  # what the old model left
+    (out / "train_summary.json").write_text("{}")
+    with pytest.raises(_Crash):
+        train(base=str(tiny_model), strategy="top", depth=2, seed=5,
+              settings=Train.from_json(json.dumps(SETTINGS)), triples=data / "t.parquet",
+              out_dir=out, checkpoint_every=2, callbacks=[_crash_after(2)])
+    assert not out.exists()

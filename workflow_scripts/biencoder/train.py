@@ -108,6 +108,10 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
 
     from workflow_scripts.biencoder.models import freeze_all_but_last, load_truncated
 
+    # A rerun's job lost model.safetensors (Snakemake removes its output first): drop the
+    # rest of the old folder too, so that a failed retrain leaves all files or none.
+    if Path(out_dir).is_dir() and not (Path(out_dir) / "model.safetensors").exists():
+        shutil.rmtree(out_dir)
     set_threads(threads)
     torch.manual_seed(seed)
     device, precision_args = device_and_precision(settings.precision)
