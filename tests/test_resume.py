@@ -81,11 +81,19 @@ def test_killed_training_resumes_to_the_same_model(tiny_model, data):
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["resumed_from"].endswith(("checkpoint-4", "checkpoint-6"))
     assert not state.exists()  # trainer state is removed once the model is saved
+    # Issue #17: the loss summary covers the whole run, not only the resumed steps.
+    _assert_same_loss(summary, json.loads((ref / "train_summary.json").read_text()))
 
     pd.testing.assert_frame_equal(_metrics(ref, data / "bench"), _metrics(out, data / "bench"),
                                   check_exact=True)
     w_ref, w_out = load_file(ref / "model.safetensors"), load_file(out / "model.safetensors")
     assert all((w_ref[k] == w_out[k]).all() for k in w_ref)  # bitwise, not just close
+
+
+def _assert_same_loss(resumed: dict, uninterrupted: dict) -> None:
+    assert [h["step"] for h in resumed["loss_history"]] == list(range(1, 9))
+    assert resumed["loss_history"] == uninterrupted["loss_history"]
+    assert resumed["final_loss"] == uninterrupted["final_loss"]
 
 
 class _Crash(Exception):
@@ -125,6 +133,7 @@ def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(tiny_model, da
     said = capsys.readouterr().out
     assert "skipping" in said and "checkpoint-4" in said
     assert summary["resumed_from"].endswith("checkpoint-2")
+    _assert_same_loss(summary, json.loads((ref / "train_summary.json").read_text()))
     w_ref, w_out = load_file(ref / "model.safetensors"), load_file(out / "model.safetensors")
     assert all((w_ref[k] == w_out[k]).all() for k in w_ref)
 
@@ -145,3 +154,16 @@ def test_failed_retrain_leaves_no_partial_model_folder(tiny_model, data):
               settings=Train.from_json(json.dumps(SETTINGS)), triples=data / "t.parquet",
               out_dir=out, checkpoint_every=2, callbacks=[_crash_after(2)])
     assert not out.exists()
+
+
+def test_loss_log_grid_divides_the_checkpoint_interval():
+    from workflow_scripts.biencoder.train import logging_interval, run_mean_loss
+
+    assert logging_interval(20000, 0) == 1000
+    assert logging_interval(20000, 1000) == 1000
+    assert logging_interval(20000, 300) == 300
+    assert logging_interval(20000, 1500) == 750
+    assert logging_interval(8, 2) == 1
+    assert run_mean_loss([{"step": 2, "loss": 1.0}, {"step": 3, "loss": 4.0}], 3) == 2.0
+    with pytest.raises(ValueError, match="not at the last step 4"):
+        run_mean_loss([{"step": 2, "loss": 1.0}], 4)

@@ -68,6 +68,42 @@ def last_checkpoint(state_dir) -> Path | None:
     return None
 
 
+def logging_interval(steps: int, checkpoint_every: int) -> int:
+    """Steps between loss logs: about 20 logs a run, on a grid that divides the checkpoint
+    interval, so that a resumed run logs exactly the intervals of an uninterrupted one."""
+    target = max(1, steps // 20)
+    if not checkpoint_every:
+        return target
+    return max(d for d in range(1, min(target, checkpoint_every) + 1)
+               if checkpoint_every % d == 0)
+
+
+def run_mean_loss(history: list[dict], steps: int) -> float:
+    """Mean training loss over all `steps` from the logged interval means (the last step is
+    always logged, see _log_last_step)."""
+    total, last = 0.0, 0
+    for h in history:
+        total += h["loss"] * (h["step"] - last)
+        last = h["step"]
+    if last != steps:
+        raise ValueError(f"loss log ends at step {last}, not at the last step {steps}")
+    return total / steps
+
+
+def _log_last_step():
+    """A trainer callback that logs the loss at the last step as well, so the log history
+    covers every step of the run."""
+    from transformers import TrainerCallback
+
+    class LogLastStep(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step >= state.max_steps:
+                control.should_log = True
+            return control
+
+    return LogLastStep()
+
+
 def checkpoint_problem(ckpt: Path) -> str:
     """Why a trainer checkpoint cannot be resumed from ('' when it can)."""
     from safetensors import SafetensorError, safe_open
@@ -140,17 +176,18 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
         save_strategy="steps" if every else "no",
         save_steps=every or 500,
         save_total_limit=2,
-        logging_steps=max(1, steps // 20),
+        logging_steps=logging_interval(steps, every),
         report_to="none",
         dataloader_num_workers=0,
         disable_tqdm=False,
         **precision_args,
     )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
-                                         loss=loss, callbacks=list(callbacks))
+                                         loss=loss,
+                                         callbacks=[_log_last_step(), *callbacks])
     if resume:
         print(f"resuming from {resume}", flush=True)
-    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     history = [h for h in trainer.state.log_history if "loss" in h]
     seconds = time.perf_counter() - t0
     summary = {
@@ -159,7 +196,10 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
         "steps": steps, "train_seconds": round(seconds, 3),
         "resumed_from": str(resume) if resume else None,
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-        "final_loss": float(result.training_loss),
+        # The trainer's own training_loss covers only this process's steps (after a resume,
+        # the resumed ones); the log history is restored with the checkpoint, so its
+        # step-weighted mean is the whole run's mean loss, resumed or not.
+        "final_loss": run_mean_loss(history, steps),
         "loss_history": [{"step": h["step"], "loss": h["loss"]} for h in history],
         "torch": torch.__version__,
     }
