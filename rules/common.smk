@@ -1,5 +1,6 @@
 # Shared names: interpreter, code inputs, settings, target lists, path helpers.
 # Parsed on every snakemake call: imports here stay light (no torch, no transformers).
+import json
 import os
 import re
 import shlex
@@ -118,6 +119,15 @@ def base_eval_files():
         for d in DEPTHS
         for b in BENCHMARKS
     ]
+
+
+def expected_grid():
+    """The grid the stats stage checks its evaluations against (core/arms.py grid_gaps)."""
+    trained = [
+        [r, s, d, RECIPES[r]["seeds"]] for r in RECIPES for s in STRATEGIES for d in DEPTHS
+    ]
+    base = [["base", s, d, [-1]] for s in STRATEGIES for d in DEPTHS]
+    return json.dumps({"benchmarks": BENCHMARKS, "arms": base + trained})
 
 
 def latency_runs():

@@ -76,9 +76,11 @@ rule beir_download:
     params:
         url=lambda wc: DATASETS[wc.benchmark]["url"],
         md5=lambda wc: DATASETS[wc.benchmark]["md5"],
+        min_queries=config["eval"]["min_queries"],
     shell:
         "python -m workflow_scripts.biencoder.prepare_data beir --name {wildcards.benchmark}"
-        " --url {params.url:q} --md5 {params.md5} --download-dir data/downloads"
+        " --url {params.url:q} --md5 {params.md5} --min-queries {params.min_queries}"
+        " --download-dir data/downloads"
         " --out data/beir/{wildcards.benchmark} > {log} 2>&1"
 
 

@@ -20,7 +20,9 @@ rule stats:
     params:
         settings=settings_json("Stats"),
         budget_order=" ".join(BUDGET_ORDER),
+        expect=expected_grid(),
     shell:
         "python -m workflow_scripts.biencoder.stats --evals {input.evals} --out-dir results/stats"
         " --settings-json {params.settings:q} --budget-order {params.budget_order}"
+        " --expect-json {params.expect:q}"
         " --threads {threads} > {log} 2>&1"

@@ -98,3 +98,15 @@ def test_bad_triple_line_is_named(tmp_path):
     p.write_bytes(gzip.compress(b'["a", "b", "c"]\n["only", "two"]\n'))
     with pytest.raises(contracts.DataError, match=r"t\.jsonl\.gz:2: expected \[anchor"):
         prepare_data.triples_from_jsonl_gz(p)
+
+
+def test_beir_with_too_few_judged_queries_fails_naming_the_key(server, tmp_path):
+    """Issue #17: eval.min_queries used to be checked for generated benchmarks only."""
+    root, url = server
+    md5 = _beir_zip(root / "mini.zip", "mini")  # 2 judged test queries
+    out = tmp_path / "data/beir/mini"
+    with pytest.raises(contracts.DataError,
+                       match=r"mini: 2 test queries .* eval.min_queries \(3\)"):
+        prepare_data.prepare_beir("mini", f"{url}/mini.zip", md5, tmp_path / "dl", out,
+                                  min_queries=3)
+    assert not out.exists()  # nothing left for a later job to read

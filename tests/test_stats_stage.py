@@ -170,3 +170,21 @@ def test_a_model_lacking_a_benchmark_stops_the_stats(tmp_path):
              _eval_file(tmp_path / "a2.parquet", "a", depth=2)]
     with pytest.raises(contracts.DataError, match=r"r/top2: no evaluation on benchmark\(s\) b"):
         stats.build_arms(stats.load_evals(files), "ndcg@10")
+
+
+def test_a_grid_lacking_a_configured_seed_or_benchmark_stops_the_stats(tmp_path):
+    """Issue #17: the stats stage used to take whatever grid its files made up."""
+    paths = _write_evals(tmp_path, seeds=(1, 2))
+    arms = [["base", "top", d, [-1]] for d in (1, 2, 3)]
+    arms += [[r, "top", d, [1, 2, 3]] for r in ("short", "long") for d in (1, 2, 3)]
+    expected = {"benchmarks": ["b1", "b2", "b3"], "arms": arms + [["mid", "top", 1, [1]]]}
+    with pytest.raises(contracts.DataError) as err:
+        stats.run(paths, tmp_path / "out", Stats.from_json('{"nboot": 100}'), expected=expected)
+    said = str(err.value)
+    assert "short/top1: no evaluations of seed(s) 3" in said
+    assert "base/top2: no evaluations on benchmark(s) b3" in said
+    assert "mid/top1: no evaluations" in said
+    assert not (tmp_path / "out").exists()
+    ok = {"benchmarks": ["b1", "b2"], "arms": [[r, s, d, x if r == "base" else [1, 2]]
+                                               for r, s, d, x in arms]}
+    assert stats.grid_gaps(stats.build_arms(stats.load_evals(paths), "ndcg@10"), ok) == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -21,11 +22,22 @@ import pandas as pd
 from workflow_scripts.core import contracts, download
 
 
-def prepare_beir(name: str, url: str, md5: str, download_dir, out_dir) -> dict:
-    """Download and unpack one BEIR benchmark; validate it; write its data card."""
+def prepare_beir(name: str, url: str, md5: str, download_dir, out_dir, *,
+                 min_queries: int = 1) -> dict:
+    """Download and unpack one BEIR benchmark; validate it (at least `min_queries` test
+    queries with a judged document); write its data card. A benchmark that fails validation
+    is removed again, so that no later job reads it."""
     zip_path = download.fetch(url, Path(download_dir) / f"{name}.zip", md5=md5)
     download.extract_zip(zip_path, out_dir, members_prefix=f"{name}/")
-    corpus, queries, qrels = contracts.load_beir(out_dir)  # fails with file:line on bad data
+    try:
+        corpus, queries, qrels = contracts.load_beir(out_dir)  # file:line on bad data
+        if len(queries) < min_queries:
+            raise contracts.DataError(
+                f"{out_dir}: {len(queries)} test queries with a judged document, fewer than "
+                f"config key eval.min_queries ({min_queries})")
+    except contracts.DataError:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        raise
     # Empty texts are kept and encoded as given, as BEIR does (the encoder sees an empty
     # string, so such a query retrieves by the model's bias alone); counted and said here.
     empty = {"empty test query texts (kept)": sum(not t.strip() for t in queries.values()),
@@ -84,6 +96,8 @@ def main(argv=None) -> None:
     sub = ap.add_subparsers(dest="kind", required=True)
     b = sub.add_parser("beir")
     b.add_argument("--md5", required=True)
+    b.add_argument("--min-queries", type=int, default=1,
+                   help="fewest test queries with a judged document (eval.min_queries)")
     t = sub.add_parser("triples")
     t.add_argument("--expect-lines", type=int)
     for p in (b, t):
@@ -93,7 +107,8 @@ def main(argv=None) -> None:
         p.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     if a.kind == "beir":
-        counts = prepare_beir(a.name, a.url, a.md5, a.download_dir, a.out)
+        counts = prepare_beir(a.name, a.url, a.md5, a.download_dir, a.out,
+                              min_queries=a.min_queries)
     else:
         counts = prepare_triples(a.name, a.url, a.download_dir, a.out, a.expect_lines)
     print(f"{a.out}: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ import pandas as pd
 
 from workflow_scripts.core import contracts, intervals
 from workflow_scripts.core import multibootstrap as mb
-from workflow_scripts.core.arms import Arm, build_arms, design_for, load_evals
+from workflow_scripts.core.arms import Arm, build_arms, design_for, grid_gaps, load_evals
 from workflow_scripts.core.contracts import ALL, BASE
 from workflow_scripts.core.settings import Stats
 
@@ -181,10 +182,16 @@ def agreement_table(arms: dict, hits: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run(eval_paths, out_dir, s: Stats, *, budget_order=(), threads: int | None = None
-        ) -> dict[str, pd.DataFrame]:
+def run(eval_paths, out_dir, s: Stats, *, budget_order=(), threads: int | None = None,
+        expected: dict | None = None) -> dict[str, pd.DataFrame]:
+    """All statistics tables; with `expected` (core/arms.py grid_gaps) a grid with any
+    configured arm, seed or benchmark missing is an error, not a smaller study."""
     df = load_evals(eval_paths)
     arms = build_arms(df, s.metric)
+    gaps = grid_gaps(arms, expected) if expected else []
+    if gaps:
+        raise contracts.DataError("the evaluations lack part of the configured grid:\n  "
+                                  + "\n  ".join(gaps))
     df_hit = df.assign(top1=(df["mrr@10"] >= 1.0))
     hits = {k: {b: x.astype(bool) for b, x in a.scores.items()}
             for k, a in build_arms(df_hit, "top1").items()}
@@ -215,9 +222,13 @@ def main(argv=None) -> None:
     ap.add_argument("--budget-order", nargs="*", default=[],
                     help="recipes, smallest training budget first")
     ap.add_argument("--threads", type=int, help="bootstrap threads (default: usable CPUs)")
+    ap.add_argument("--expect-json",
+                    help='the configured grid, checked: {"benchmarks": [..], "arms": '
+                         '[[recipe, strategy, depth, [seeds]], ..]}')
     a = ap.parse_args(argv)
     tables = run(a.evals, a.out_dir, Stats.from_json(a.settings_json),
-                 budget_order=a.budget_order, threads=a.threads)
+                 budget_order=a.budget_order, threads=a.threads,
+                 expected=json.loads(a.expect_json) if a.expect_json else None)
     print(", ".join(f"{k}: {len(v)} rows" for k, v in tables.items()))
 
 

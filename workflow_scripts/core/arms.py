@@ -62,6 +62,26 @@ def build_arms(df: pd.DataFrame, metric: str) -> dict[tuple, Arm]:
     return arms
 
 
+def grid_gaps(arms: dict[tuple, Arm], expected: dict) -> list[str]:
+    """What the configured grid has that the arms lack. `expected`: {"benchmarks": [..],
+    "arms": [[recipe, strategy, depth, [seeds]], ..]} (the untrained base: recipe 'base',
+    seed -1). Empty when every arm has every seed on every benchmark."""
+    gaps = []
+    for recipe, strategy, depth, seeds in expected["arms"]:
+        label = f"{recipe}/{strategy}{depth}"
+        arm = arms.get((recipe, strategy, int(depth)))
+        if arm is None:
+            gaps.append(f"{label}: no evaluations")
+            continue
+        lacking = sorted(set(int(x) for x in seeds) - set(arm.seeds))
+        if lacking:
+            gaps.append(f"{label}: no evaluations of seed(s) {', '.join(map(str, lacking))}")
+        lacking = [b for b in expected["benchmarks"] if b not in arm.scores]
+        if lacking:
+            gaps.append(f"{label}: no evaluations on benchmark(s) {', '.join(lacking)}")
+    return gaps
+
+
 def design_for(a: Arm, b: Arm) -> str:
     """Paired where the arms share their seeds, single-baseline where `a` is one model (the
     untrained base, or a one-seed recipe), else unpaired."""
