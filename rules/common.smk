@@ -124,7 +124,10 @@ def base_eval_files():
 def expected_grid():
     """The grid the stats stage checks its evaluations against (core/arms.py grid_gaps)."""
     trained = [
-        [r, s, d, RECIPES[r]["seeds"]] for r in RECIPES for s in STRATEGIES for d in DEPTHS
+        [r, s, d, RECIPES[r]["seeds"]]
+        for r in RECIPES
+        for s in STRATEGIES
+        for d in DEPTHS
     ]
     base = [["base", s, d, [-1]] for s in STRATEGIES for d in DEPTHS]
     return json.dumps({"benchmarks": BENCHMARKS, "arms": base + trained})
