@@ -5,8 +5,10 @@ Shared by tests/cluster/test_slurm.py and bench/slurm_groups.py. Import-safe wit
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -56,16 +58,16 @@ def cluster_config(tiny_config: dict) -> dict:
     return cfg
 
 
-def ci_profile(dest: Path, *, groups: bool = True) -> Path:
+def ci_profile(dest: Path, *, groups: bool = True, retries: int = 0) -> Path:
     """profiles/slurm with the CI overrides: the test cluster's partition and account, the
     node's cores for the latency run, fast status checks, every SLURM log kept (the test
-    reads them), no retries (a failure fails the test). groups=False drops the evaluation
-    groups, for the comparison in bench/slurm_groups.py."""
+    reads them), no retries unless asked for (a failure fails the test). groups=False drops
+    the evaluation groups, for the comparison in bench/slurm_groups.py."""
     prof = yaml.safe_load((ROOT / "profiles/slurm/profile.yaml").read_text())
     prof["default-resources"].update(slurm_partition=PARTITION, slurm_account="root")
     prof["set-threads"]["latency_run"] = node_cpus()
     prof["local-cores"] = 1  # the submit host is the node: leave a core to the jobs
-    prof["retries"] = 0
+    prof["retries"] = retries
     prof["slurm-init-seconds-before-status-checks"] = 10
     prof["slurm-keep-successful-logs"] = True
     if not groups:
@@ -92,14 +94,53 @@ def run_snakemake(workdir: Path, *args: str, timeout: int = 900) -> tuple[str, f
     return proc.stdout + proc.stderr, time.monotonic() - t0
 
 
-def run_on_slurm(workdir: Path, configfile: Path, profile: Path, timeout: int = 900) -> Run:
+def run_on_slurm(workdir: Path, configfile: Path, profile: Path, timeout: int = 900,
+                 targets: tuple[str, ...] = ()) -> Run:
     output, seconds = run_snakemake(workdir, "--configfile", str(configfile), "--profile",
-                                    str(profile), timeout=timeout)
+                                    str(profile), *targets, timeout=timeout)
     run_id = re.search(r"SLURM run ID: (\S+)", output)
     assert run_id, f"no 'SLURM run ID' in the output: did the slurm executor run?\n{output}"
     submitted = {m["id"]: Path(m["log"]) for m in re.finditer(
         r"has been submitted with SLURM jobid (?P<id>\d+) \(log: (?P<log>\S+)\)", output)}
     return Run(workdir, output, seconds, run_id[1], submitted)
+
+
+def kill_when(ready, comment_prefix: str, process: str, timeout: float = 300) -> str:
+    """Wait until ready() is true, then SIGKILL the process of the running SLURM job whose
+    comment starts with comment_prefix that runs `process` (an argument of its command line), as the OOM
+    killer or a crashing node would end it; return the SLURM job id.
+
+    Not `scancel`: SLURM records a cancelled job as "CANCELLED by <uid>", which the slurm
+    executor plugin (2.8.0) does not recognise as failed, so Snakemake would wait for it
+    forever (README, "When things go wrong")."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the condition to kill on never came")
+        time.sleep(0.05)
+    out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], capture_output=True,
+                         text=True, check=True, timeout=20).stdout
+    ids = [i for i, c in (line.split("|", 1) for line in out.splitlines())
+           if c.startswith(comment_prefix)]
+    if len(ids) != 1:
+        raise RuntimeError(f"expected one running job {comment_prefix}*, squeue has:\n{out}")
+    # The job's processes on this node (the test cluster's node is this machine).
+    pids = subprocess.run(["scontrol", "listpids", ids[0]], capture_output=True, text=True,
+                          check=True, timeout=20).stdout.split()
+    # `process` as an argument of its own: the job's shell, which has the whole command
+    # line as one argument, is not the one to kill.
+    victims = [int(p) for p in pids if p.isdigit() and process in _argv(int(p))]
+    if len(victims) != 1:
+        raise RuntimeError(f"expected one {process!r} process in job {ids[0]}, found {victims}")
+    os.kill(victims[0], signal.SIGKILL)
+    return ids[0]
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:  # ended meanwhile
+        return []
 
 
 @dataclass

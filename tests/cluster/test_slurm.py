@@ -8,8 +8,10 @@ The check functions are tested without a cluster (last tests).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -81,6 +83,55 @@ def test_outputs_equal_a_local_run(runs):
     for f in models:
         twin = run.workdir / f.relative_to(local)
         assert _sha(f) == _sha(twin), twin
+
+
+@pytest.mark.slow
+def test_killed_training_is_retried_from_its_checkpoint(cluster, tiny_model, tmp_path):
+    """Issue #17: kill a training job's process after a checkpoint (as the OOM killer or a
+    failing node would): SLURM records the job FAILED, the profile's retry resumes from
+    that checkpoint and the model ends bit-identical to an uninterrupted local run."""
+    cfg = slurmrun.cluster_config(tiny_config(tiny_model))
+    # ~17 ms a step on one core: ~20 s of training, a checkpoint every ~2 s.
+    cfg["recipes"] = {"r": {"batch_size": 4, "steps": 1200, "lr": 1e-3, "warmup": 0,
+                            "checkpoint_every": 100, "seeds": [1]}}
+    cfg["depths"] = [2]
+    del cfg["claims"], cfg["figures"]  # they name the recipes replaced here
+    configfile = tmp_path / "kill.yaml"
+    configfile.write_text(yaml.safe_dump(cfg))
+    model = "checkpoints/r/top2/seed1/model.safetensors"
+    local = tmp_path / "local"
+    slurmrun.run_snakemake(local, "--configfile", str(configfile), "--cores", "1", model)
+
+    work = tmp_path / "slurm"
+    state = work / "checkpoints/r/top2/seed1.trainer"
+    killed = {}
+
+    def kill():
+        try:
+            killed["id"] = slurmrun.kill_when(
+                lambda: (state / "checkpoint-200" / "trainer_state.json").exists(),
+                "rule_train_wildcards_r_top_2_1", "workflow_scripts.biencoder.train")
+        except Exception as e:  # reported by the main thread
+            killed["error"] = e
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    profile = slurmrun.ci_profile(tmp_path / "profile", retries=1)
+    run = slurmrun.run_on_slurm(work, configfile, profile, targets=(model,), timeout=600)
+    killer.join(timeout=30)
+    assert "error" not in killed, killed.get("error")
+
+    jobs = {j.job_id: j.state for j in slurmrun.sacct_jobs(run)}
+    assert jobs[killed["id"]] == "FAILED", jobs
+    assert sorted(jobs.values()) == ["COMPLETED", "FAILED"], jobs  # the retry
+    log = (work / "logs/train/r/top2/seed1.log").read_text()
+    assert "resuming from" in log and "checkpoint-" in log, log[-2000:]
+    summary = json.loads((work / model).with_name("train_summary.json").read_text())
+    ref = json.loads((local / model).with_name("train_summary.json").read_text())
+    assert summary["resumed_from"] and not ref["resumed_from"]
+    assert summary["final_loss"] == ref["final_loss"]
+    assert _sha(work / model) == _sha(local / model)
+    assert not state.exists()
 
 
 def _sha(path: Path) -> str:
