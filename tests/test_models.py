@@ -176,3 +176,29 @@ def test_the_config_check_reads_layer_counts_through_the_registry(arch_model, tm
     assert error.startswith(f"config key base_model: {other}") and "'gpt2'" in error
     # A hub id has no config on disk: its first job reads it (load_truncated).
     assert depth_errors({"base_model": "BAAI/bge-small-en-v1.5", "depths": [99]}) == []
+
+
+def test_a_hub_id_is_read_at_job_time(tiny_model, tmp_path):
+    """A hub id has no folder on disk when the config is checked; its job reads the config
+    through the hub, here an offline hub cache holding the tiny model."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    repo = tmp_path / "hub" / "models--depthlab--tiny-bert"
+    shutil.copytree(tiny_model, repo / "snapshots" / ("0" * 40))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    code = ("from workflow_scripts.biencoder import architectures, models\n"
+            "m = models.hf_model(models.load_truncated('depthlab/tiny-bert', 'bottom', 2))\n"
+            "print(len(architectures.layers(m)))\n"
+            "models.load_truncated('depthlab/tiny-bert', 'top', 4)\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub")}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, text=True,
+                          capture_output=True, timeout=600)
+    assert proc.stdout.strip() == "2", proc.stderr[-2000:]
+    assert ("'depthlab/tiny-bert': config key depths: depth 4 is outside 1..3"
+            in proc.stderr), proc.stderr[-2000:]
