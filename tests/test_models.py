@@ -202,3 +202,17 @@ def test_a_hub_id_is_read_at_job_time(tiny_model, tmp_path):
     assert proc.stdout.strip() == "2", proc.stderr[-2000:]
     assert ("'depthlab/tiny-bert': config key depths: depth 4 is outside 1..3"
             in proc.stderr), proc.stderr[-2000:]
+
+
+def test_the_registry_keeps_the_config_check_light():
+    """The Snakefile imports the config check, which reads layer counts via the registry."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = ("import sys, workflow_scripts.core.configcheck; "
+            "print([m for m in ('torch', 'transformers', 'numpy') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, text=True,
+                         capture_output=True).stdout
+    assert out.strip() == "[]"
