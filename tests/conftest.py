@@ -24,6 +24,32 @@ def tiny_model(tmp_path_factory) -> Path:
                            heads=2, intermediate=64, seed=0)
 
 
+# Pooling of each architecture's tiny model: CLS for some (as bge), no Normalize for one, so
+# that every pooling the lean encoders reproduce is checked on some architecture.
+ARCH_POOLING = {"bert": ("cls", True), "deberta-v2": ("cls", True),
+                "xlm-roberta": ("mean", False)}
+
+
+@pytest.fixture(scope="session")
+def arch_model(tmp_path_factory):
+    """model_type -> a 4-layer random-init model of that architecture (norm weights drawn
+    at random), built once per session."""
+    from tiny_models import make_tiny_model
+
+    root, built = tmp_path_factory.mktemp("arch_models"), {}
+
+    def get(model_type: str) -> Path:
+        if model_type not in built:
+            pooling, normalize = ARCH_POOLING.get(model_type, ("mean", True))
+            built[model_type] = make_tiny_model(
+                root / model_type, model_type=model_type, layers=4, hidden=32, heads=2,
+                intermediate=64, seed=1, pooling=pooling, normalize=normalize,
+                shake_norms=True)
+        return built[model_type]
+
+    return get
+
+
 # What a user's clone needs to run the workflow (copy_workflow).
 WORKFLOW_PARTS = ("Snakefile", "rules", "workflow_scripts", "config", "envs", "profiles",
                   "docs/report")

@@ -76,11 +76,11 @@ def encoder(tiny_model):
     a busy machine wait on each other: 10 ms per op) while this module runs."""
     import torch
 
-    from workflow_scripts.biencoder.encoder import BertMeanEncoder
+    from workflow_scripts.biencoder.encoder import BertEncoder
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield BertMeanEncoder(tiny_model, max_seq_length=64)
+    yield BertEncoder(tiny_model, max_seq_length=64)
     torch.set_num_threads(threads)
 
 

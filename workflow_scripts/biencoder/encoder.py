@@ -1,60 +1,152 @@
-"""A lean inference-only encoder for BERT sentence-transformers folders (mean pooling +
-Normalize), in plain torch with the `tokenizers` library.
+"""Lean inference-only encoders for sentence-transformers folders (Transformer, Pooling by
+mean or CLS token, optional Normalize) that do not import sentence-transformers.
 
-Why: every evaluation job would otherwise import sentence-transformers (~9.5 s on these
-cores) to encode a few hundred texts; the default study runs ~60 such jobs. This module
-imports torch, tokenizers and safetensors only (~2.9 s). It supports exactly the
-architecture it checks for (BertModel, absolute positions, erf-GELU, mean pooling) and
-`load_encoder` falls back to sentence-transformers for anything else.
-tests/test_encoder.py checks it against SentenceTransformer.encode.
-Truncated bases load only the kept layers' tensors from the safetensors file.
+Why: every evaluation job would otherwise import sentence-transformers to encode a few
+hundred texts, and the default study runs ~60 such jobs. Imports measured on these cores:
+torch + tokenizers + safetensors ~1.5 s, transformers' AutoModel ~4.5 s,
+sentence-transformers ~6.5 s (more on busy cores). Two paths, tried in this order:
+
+- BertEncoder: BERT (absolute positions, erf-GELU) in plain torch with the `tokenizers`
+  library, the cheapest import; a truncated base loads only the kept layers' tensors.
+  MiniLM, and the BERT retrievers (bge, e5, gte), take it.
+- AutoModelEncoder: every architecture of the layer registry (biencoder/architectures.py)
+  through transformers' AutoModel forward and the folder's tokenizer, cut by any strategy.
+
+Both pool as the folder's Pooling config says and give every depth of a model whose weights
+do not depend on depth (the untrained base, a model trained once for all depths) from one
+forward pass: encode_depths(texts, depths). `load_encoder` falls back to
+sentence-transformers for anything else (other pooling or modules, a default prompt,
+lower-casing by sentence-transformers). tests/test_encoder.py checks them against
+SentenceTransformer.encode on every architecture.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 
+POOLING_MODES = ("mean", "cls")
+# sentence-transformers < 6 stored the pooling mode as booleans, in this order.
+_LEGACY_POOLING = (("pooling_mode_cls_token", "cls"), ("pooling_mode_max_tokens", "max"),
+                   ("pooling_mode_mean_tokens", "mean"),
+                   ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"),
+                   ("pooling_mode_weightedmean_tokens", "weightedmean"),
+                   ("pooling_mode_lasttoken", "lasttoken"))
+
 
 class UnsupportedModel(Exception):
     pass
 
 
-def _pooling_is_mean(folder: Path) -> bool:
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def folder_pooling(folder) -> tuple[str, bool]:
+    """(pooling mode, normalize) of a sentence-transformers folder whose encode() the lean
+    encoders reproduce exactly; UnsupportedModel, saying why, for any other."""
+    folder = Path(folder)
+    if not (folder / "modules.json").exists():
+        raise UnsupportedModel(f"{folder}: not a sentence-transformers folder (no modules.json)")
     modules = json.loads((folder / "modules.json").read_text())
     kinds = [m["type"].rsplit(".", 1)[-1].lower() for m in modules]
-    if kinds[:2] != ["transformer", "pooling"] or kinds[2:] not in ([], ["normalize"]):
-        return False
-    pool = json.loads((folder / modules[1]["path"] / "config.json").read_text())
-    return pool.get("pooling_mode") == "mean" or (
-        pool.get("pooling_mode_mean_tokens") is True
-        and not any(pool.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens",
-                                          "pooling_mode_mean_sqrt_len_tokens")))
+    if (kinds[:2] != ["transformer", "pooling"] or kinds[2:] not in ([], ["normalize"])
+            or modules[0].get("path", "") != ""):
+        raise UnsupportedModel(f"{folder}: modules {kinds}, not Transformer, Pooling "
+                               "[, Normalize]")
+    pool = _json(folder / modules[1]["path"] / "config.json")
+    mode = pool.get("pooling_mode")
+    modes = ([mode] if isinstance(mode, str) else list(mode)) if mode is not None else (
+        [m for key, m in _LEGACY_POOLING if pool.get(key)] or ["mean"])
+    if len(modes) != 1 or modes[0] not in POOLING_MODES:
+        raise UnsupportedModel(f"{folder}: pooling {modes}, not one of {POOLING_MODES}")
+    if _json(folder / "sentence_bert_config.json").get("do_lower_case"):
+        raise UnsupportedModel(f"{folder}: sentence-transformers lower-cases its input")
+    if _json(folder / "config_sentence_transformers.json").get("default_prompt_name"):
+        raise UnsupportedModel(f"{folder}: encode() prepends a default prompt")
+    return modes[0], kinds[2:] == ["normalize"]
 
 
-class BertMeanEncoder:
-    """BERT forward pass + attention-masked mean pooling + L2 normalisation."""
+class _LeanEncoder:
+    """Batching, the per-depth loop and pooling, shared by both paths. Subclasses set
+    torch, hidden_size, depth (layers held), prefix (True when those are the base's bottom
+    layers, so that depth d is hidden state d), pooling, normalize, device, and implement
+    _batch(texts) -> model inputs and _hidden(inputs, depths) -> {depth: last hidden}."""
 
-    def __init__(self, folder, *, depth: int | None = None, max_seq_length: int = 128,
-                 device: str = "cpu"):
+    def encode(self, texts: list[str], batch_size: int = 64, show_progress_bar: bool = False,
+               **_) -> np.ndarray:
+        return self.encode_depths(texts, [self.depth], batch_size=batch_size,
+                                  show_progress_bar=show_progress_bar)[self.depth]
+
+    def encode_depths(self, texts: list[str], depths, batch_size: int = 64,
+                      show_progress_bar: bool = False) -> dict[int, np.ndarray]:
+        """{depth: embeddings} of every depth from one forward pass: each depth's hidden
+        state, with what a model truncated there applies after its last layer, pooled as
+        the folder says. Equal to truncating to each depth (strategy top) and encoding;
+        only valid where the weights do not depend on depth."""
+        torch = self.torch
+        depths = sorted({int(d) for d in depths})
+        if not depths or depths[0] < 1 or depths[-1] > self.depth:
+            raise ValueError(f"depths {depths}: this encoder holds layers 1..{self.depth}")
+        if not self.prefix and depths != [self.depth]:
+            raise ValueError(f"depths {depths}: one pass gives shallower depths only of a "
+                             "model holding the base's bottom layers (strategy top)")
+        # Sort by length so batches pad little, as sentence-transformers does.
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = {d: np.zeros((len(texts), self.hidden_size), dtype=np.float32) for d in depths}
+        starts = range(0, len(texts), batch_size)
+        if show_progress_bar:
+            from tqdm import tqdm
+
+            starts = tqdm(starts, desc="encode", unit="batch")
+        with torch.inference_mode():
+            for s in starts:
+                idx = order[s:s + batch_size]
+                inputs = self._batch([texts[i] for i in idx])
+                for d, h in self._hidden(inputs, depths).items():
+                    out[d][idx] = self._pool(h, inputs["attention_mask"]).cpu().numpy()
+        return out
+
+    def _pool(self, h, mask):
+        torch = self.torch
+        if self.pooling == "cls":  # the first unmasked token, as sentence-transformers takes
+            pooled = h[torch.arange(h.shape[0], device=h.device), mask.int().argmax(dim=1)]
+        else:
+            m = mask[..., None].to(h.dtype)
+            pooled = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, p=2, dim=1) if self.normalize else pooled
+
+
+class BertEncoder(_LeanEncoder):
+    """BERT forward pass in plain torch (torch, tokenizers, safetensors only)."""
+
+    def __init__(self, folder, *, depth: int | None = None, strategy: str = "top",
+                 max_seq_length: int = 128, device: str = "cpu"):
         import torch
         from safetensors import safe_open
         from tokenizers import Tokenizer
 
+        from workflow_scripts.biencoder.models import kept_layers
+
         folder = Path(folder)
-        if not (folder / "modules.json").exists() or not _pooling_is_mean(folder):
-            raise UnsupportedModel(f"{folder}: not a mean-pooling sentence-transformers model")
+        self.pooling, self.normalize = folder_pooling(folder)
         cfg = json.loads((folder / "config.json").read_text())
         if (cfg.get("model_type") != "bert" or cfg.get("hidden_act") != "gelu"
-                or cfg.get("position_embedding_type", "absolute") != "absolute"):
-            raise UnsupportedModel(f"{folder}: architecture outside the lean encoder")
+                or cfg.get("position_embedding_type", "absolute") != "absolute"
+                or not (folder / "tokenizer.json").exists()):
+            raise UnsupportedModel(f"{folder}: not a BERT the plain-torch encoder reproduces")
         self.cfg = cfg
-        self.depth = depth or cfg["num_hidden_layers"]
-        if not 1 <= self.depth <= cfg["num_hidden_layers"]:
-            raise ValueError(f"depth {self.depth}: {folder} has {cfg['num_hidden_layers']} layers")
+        keep = kept_layers(strategy, depth or cfg["num_hidden_layers"], cfg["num_hidden_layers"])
+        if keep != list(range(len(keep))):
+            raise UnsupportedModel(f"strategy {strategy}: the plain-torch encoder runs the "
+                                   "bottom layers only")
+        self.depth = len(keep)
+        self.prefix = True
+        self.hidden_size = cfg["hidden_size"]
         self.heads = cfg["num_attention_heads"]
         self.eps = cfg.get("layer_norm_eps", 1e-12)
         self.max_seq_length = max_seq_length
@@ -81,8 +173,15 @@ class BertMeanEncoder:
         return self.torch.nn.functional.linear(x, self.w[prefix + ".weight"],
                                                self.w[prefix + ".bias"])
 
-    def forward(self, ids, mask):
+    def _batch(self, texts):
+        enc = self.tokenizer.encode_batch(texts)
+        return {"input_ids": self.torch.tensor([e.ids for e in enc], device=self.device),
+                "attention_mask": self.torch.tensor([e.attention_mask for e in enc],
+                                                    device=self.device)}
+
+    def _hidden(self, inputs, depths):
         torch, w = self.torch, self.w
+        ids, mask = inputs["input_ids"], inputs["attention_mask"]
         n, L = ids.shape
         pos = torch.arange(L, device=ids.device)
         x = (w["embeddings.word_embeddings.weight"][ids]
@@ -91,7 +190,8 @@ class BertMeanEncoder:
         x = self._ln(x, "embeddings.LayerNorm")
         add_mask = (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
         hd = x.shape[-1] // self.heads
-        for i in range(self.depth):
+        out = {}
+        for i in range(max(depths)):
             p = f"encoder.layer.{i}"
 
             def split(t):
@@ -106,29 +206,65 @@ class BertMeanEncoder:
                          f"{p}.attention.output.LayerNorm")
             h = torch.nn.functional.gelu(self._lin(x, f"{p}.intermediate.dense"))
             x = self._ln(x + self._lin(h, f"{p}.output.dense"), f"{p}.output.LayerNorm")
-        m = mask[..., None].float()
-        pooled = (x * m).sum(1) / m.sum(1).clamp(min=1e-9)
-        return torch.nn.functional.normalize(pooled, dim=1)
-
-    def encode(self, texts: list[str], batch_size: int = 64, show_progress_bar: bool = False,
-               **_) -> np.ndarray:
-        torch = self.torch
-        # Sort by length so batches pad little, as sentence-transformers does.
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        out = np.zeros((len(texts), self.cfg["hidden_size"]), dtype=np.float32)
-        starts = range(0, len(texts), batch_size)
-        if show_progress_bar:
-            from tqdm import tqdm
-
-            starts = tqdm(starts, desc="encode", unit="batch")
-        with torch.inference_mode():
-            for s in starts:
-                idx = order[s:s + batch_size]
-                enc = self.tokenizer.encode_batch([texts[i] for i in idx])
-                ids = torch.tensor([e.ids for e in enc], device=self.device)
-                mask = torch.tensor([e.attention_mask for e in enc], device=self.device)
-                out[idx] = self.forward(ids, mask).cpu().numpy()
+            if i + 1 in depths:
+                out[i + 1] = x
         return out
+
+
+class AutoModelEncoder(_LeanEncoder):
+    """transformers' AutoModel forward for any architecture of the layer registry, cut to
+    `depth` layers by `strategy` (biencoder/models.py), fp32."""
+
+    def __init__(self, folder, *, depth: int | None = None, strategy: str = "top",
+                 max_seq_length: int = 128, device: str = "cpu"):
+        import torch
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        from workflow_scripts.biencoder import architectures
+        from workflow_scripts.biencoder.models import kept_layers
+
+        folder = Path(folder)
+        self.pooling, self.normalize = folder_pooling(folder)
+        config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
+        try:
+            n_layers = architectures.num_layers(config)
+        except architectures.UnsupportedArchitecture as e:
+            raise UnsupportedModel(f"{folder}: {e}") from None
+        keep = kept_layers(strategy, depth or n_layers, n_layers)
+        if len(keep) < n_layers:
+            architectures.check_cut(config, keep)
+        load = {"dtype": torch.float32, "trust_remote_code": False}
+        if strategy == "top":  # only the kept layers' weights are read
+            model = AutoModel.from_pretrained(
+                folder, **load, **architectures.truncation_kwargs(config, len(keep)))
+        else:
+            model = AutoModel.from_pretrained(folder, **load)
+            if len(keep) < n_layers:
+                architectures.keep_layers(model, keep)
+        self.model = model.eval().to(device)
+        self.final_norm = architectures.final_norm(self.model)
+        self.depth = len(keep)
+        self.prefix = keep == list(range(len(keep)))
+        self.hidden_size = config.hidden_size
+        self.tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+        self.max_seq_length = max_seq_length
+        # What sentence-transformers passes: the tokenizer's outputs the forward declares.
+        self.inputs = set(inspect.signature(self.model.forward).parameters)
+        self.device = device
+        self.torch = torch
+
+    def _batch(self, texts):
+        enc = self.tokenizer(texts, padding=True, truncation="longest_first",
+                             max_length=self.max_seq_length, return_tensors="pt")
+        return {k: v.to(self.device) for k, v in enc.items() if k in self.inputs}
+
+    def _hidden(self, inputs, depths):
+        out = self.model(**inputs, output_hidden_states=depths != [self.depth])
+        # hidden_states[d] is layer d's output; the model's own output (depth self.depth)
+        # already went through the final norm, a shallower state gets it here.
+        return {d: out.last_hidden_state if d == self.depth
+                else self.final_norm(out.hidden_states[d]) if self.final_norm is not None
+                else out.hidden_states[d] for d in depths}
 
 
 class _STAdapter:
@@ -142,23 +278,29 @@ class _STAdapter:
                                  show_progress_bar=show_progress_bar,
                                  normalize_embeddings=True)
 
+    def encode_depths(self, texts, depths, **_):
+        raise UnsupportedModel("encode_depths needs a lean encoder (a local folder of the "
+                               "layer registry's architectures, Pooling mean or cls); this "
+                               "model runs in sentence-transformers: encode each depth")
+
 
 def load_encoder(folder_or_spec: str, *, depth: int | None = None, strategy: str = "top",
                  max_seq_length: int = 128, device: str | None = None):
-    """The lean encoder where it applies, else sentence-transformers; fp32 on CUDA when
-    present (device None), else CPU."""
+    """The cheapest encoder that reproduces the model: plain-torch BERT, then transformers'
+    AutoModel, else sentence-transformers; fp32, on CUDA when present (device None)."""
     import torch
 
     from workflow_scripts.biencoder.models import resolve_model_path
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     path = Path(resolve_model_path(folder_or_spec))
-    if strategy == "top" and path.is_dir():
-        try:
-            return BertMeanEncoder(path, depth=depth, max_seq_length=max_seq_length,
-                                   device=device)
-        except UnsupportedModel:
-            pass
+    if path.is_dir():
+        for lean in (BertEncoder, AutoModelEncoder):
+            try:
+                return lean(path, depth=depth, strategy=strategy,
+                            max_seq_length=max_seq_length, device=device)
+            except UnsupportedModel:
+                pass
     from workflow_scripts.biencoder.models import load_trained, load_truncated
 
     model = (load_truncated(folder_or_spec, strategy, depth, device=device) if depth

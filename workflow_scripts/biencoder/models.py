@@ -13,12 +13,18 @@ Dropping Layers of Pre-trained Transformer Models" ("Poor Man's BERT"):
   alternate  Alternate Dropping: keep N evenly spaced layers ending with the last one; for
              N = L/2 that is every other layer (layers 2, 4, ..., L counting from 1).
   freeze     no dropping: keep all L layers, train only the last N (embeddings and the
-             other layers frozen). The untrained "base" of every N is the full model.
+             other layers frozen; a final norm after the last layer, ModernBERT's, trains
+             with them). The untrained "base" of every N is the full model.
+
+Where an architecture keeps its layers (and what else a cut must adjust) is looked up in
+biencoder/architectures.py; an architecture outside it is refused by its model_type.
 """
 
 from __future__ import annotations
 
 import importlib
+
+from workflow_scripts.biencoder import architectures
 
 STRATEGIES = ("top", "bottom", "alternate", "freeze")
 
@@ -48,48 +54,37 @@ def resolve_model_path(spec: str) -> str:
 
 
 def load_truncated(spec: str, strategy: str, depth: int, *, device: str | None = None):
-    """A SentenceTransformer of the base model reduced to `depth` layers by `strategy`."""
+    """A SentenceTransformer of the base model reduced to `depth` layers by `strategy`, for
+    any architecture of the layer registry (biencoder/architectures.py). A hub id's config
+    is fetched here, at job time (the config check reads only configs on disk)."""
     from sentence_transformers import SentenceTransformer
+    from transformers import AutoConfig
 
     path = resolve_model_path(spec)
-    n_layers = _num_layers(path)
+    config = AutoConfig.from_pretrained(path, trust_remote_code=False)
     try:
-        keep = kept_layers(strategy, depth, n_layers)
+        keep = kept_layers(strategy, depth, architectures.num_layers(config))
+        if strategy in ("bottom", "alternate"):
+            architectures.check_cut(config, keep)
     except ValueError as e:
         raise ValueError(f"{spec!r}: {e}") from None
-    kwargs = {"config_kwargs": {"num_hidden_layers": depth}} if strategy == "top" else {}
+    kwargs = ({"config_kwargs": architectures.truncation_kwargs(config, depth)}
+              if strategy == "top" else {})
     model = SentenceTransformer(path, device=device or "cpu", trust_remote_code=False, **kwargs)
     if strategy in ("bottom", "alternate"):
-        import torch
-
-        bert = _bert(model)
-        bert.encoder.layer = torch.nn.ModuleList(bert.encoder.layer[i] for i in keep)
-        bert.config.num_hidden_layers = depth
+        architectures.keep_layers(hf_model(model), keep)
     return model
 
 
-def _bert(model):
-    """The Hugging Face encoder inside a SentenceTransformer."""
+def hf_model(model):
+    """The transformers base model inside a SentenceTransformer."""
     return model[0].auto_model if hasattr(model[0], "auto_model") else model[0].model
 
 
 def freeze_all_but_last(model, k: int) -> int:
     """Freeze embeddings and all but the last k layers (strategy `freeze`); returns the
     number of trainable parameters."""
-    bert = _bert(model)
-    layers = bert.encoder.layer
-    for p in bert.parameters():
-        p.requires_grad = False
-    for layer in layers[len(layers) - k:]:
-        for p in layer.parameters():
-            p.requires_grad = True
-    return sum(p.numel() for p in bert.parameters() if p.requires_grad)
-
-
-def _num_layers(path: str) -> int:
-    from transformers import AutoConfig
-
-    return int(AutoConfig.from_pretrained(path).num_hidden_layers)
+    return architectures.freeze_all_but_last(hf_model(model), k)
 
 
 def load_trained(folder, *, device: str | None = None):

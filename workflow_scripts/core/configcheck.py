@@ -14,6 +14,7 @@ from pathlib import Path
 
 import jsonschema
 
+from workflow_scripts.biencoder import architectures
 from workflow_scripts.core.settings import SCHEMA_FILES, schema
 
 # Keys each data source needs, as a training set and as a benchmark.
@@ -76,8 +77,9 @@ def cross_errors(config: dict) -> list[str]:
 
 
 def depth_errors(config: dict) -> list[str]:
-    """Depths beyond the base model's layer count, where its config.json is on disk (a
-    `package:` model or a local folder); a hub id is checked by its first job."""
+    """Depths beyond the base model's layer count, and an architecture outside the layer
+    registry, where its config.json is on disk (a `package:` model or a local folder); a
+    hub id is checked by its first job."""
     spec = str(config["base_model"])
     folder = Path(spec)
     if spec.startswith("package:"):
@@ -87,11 +89,13 @@ def depth_errors(config: dict) -> list[str]:
             return []  # the jobs say what is wrong with the package
     path = folder / "config.json"
     try:
-        n_layers = json.loads(path.read_text(encoding="utf-8")).get("num_hidden_layers")
+        model_config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    if not isinstance(n_layers, int):
-        return []
+    try:  # each architecture names its layer count differently
+        n_layers = architectures.num_layers(model_config)
+    except architectures.UnsupportedArchitecture as e:
+        return [f"config key base_model: {spec} ({path}): {e}"]
     return [f"config key depths[{i}]: {d} is more than the {n_layers} layers of base_model "
             f"{spec} ({path})" for i, d in enumerate(config["depths"]) if d > n_layers]
 
