@@ -106,9 +106,9 @@ def run_on_slurm(workdir: Path, configfile: Path, profile: Path, timeout: int = 
 
 
 def kill_when(ready, comment_prefix: str, process: str, timeout: float = 300) -> str:
-    """Wait until ready() is true, then SIGKILL the process of the running SLURM job whose
-    comment starts with comment_prefix that runs `process` (an argument of its command line), as the OOM
-    killer or a crashing node would end it; return the SLURM job id.
+    """Wait until ready() is true, then SIGKILL the process running `process` (an argument
+    of its command line) in the running SLURM job whose comment starts with comment_prefix,
+    as the OOM killer or a crashing node would end it; return the SLURM job id.
 
     Not `scancel`: SLURM records a cancelled job as "CANCELLED by <uid>", which the slurm
     executor plugin (2.8.0) does not recognise as failed, so Snakemake would wait for it
