@@ -91,9 +91,9 @@ def test_killed_training_is_retried_from_its_checkpoint(cluster, tiny_model, tmp
     failing node would): SLURM records the job FAILED, the profile's retry resumes from
     that checkpoint and the model ends bit-identical to an uninterrupted local run."""
     cfg = slurmrun.cluster_config(tiny_config(tiny_model))
-    # ~17 ms a step on one core: ~20 s of training, a checkpoint every ~2 s.
-    cfg["recipes"] = {"r": {"batch_size": 4, "steps": 1200, "lr": 1e-3, "warmup": 0,
-                            "checkpoint_every": 100, "seeds": [1]}}
+    # ~17 ms a step on one core: ~10 s of training, a checkpoint every ~1 s.
+    cfg["recipes"] = {"r": {"batch_size": 4, "steps": 600, "lr": 1e-3, "warmup": 0,
+                            "checkpoint_every": 50, "seeds": [1]}}
     cfg["depths"] = [2]
     del cfg["claims"], cfg["figures"]  # they name the recipes replaced here
     configfile = tmp_path / "kill.yaml"
@@ -109,7 +109,7 @@ def test_killed_training_is_retried_from_its_checkpoint(cluster, tiny_model, tmp
     def kill():
         try:
             killed["id"] = slurmrun.kill_when(
-                lambda: (state / "checkpoint-200" / "trainer_state.json").exists(),
+                lambda: (state / "checkpoint-100" / "trainer_state.json").exists(),
                 "rule_train_wildcards_r_top_2_1", "workflow_scripts.biencoder.train")
         except Exception as e:  # reported by the main thread
             killed["error"] = e
