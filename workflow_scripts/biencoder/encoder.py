@@ -62,16 +62,28 @@ class BertMeanEncoder:
         tok.enable_truncation(max_length=max_seq_length)
         tok.enable_padding(pad_id=cfg.get("pad_token_id", 0))
         self.tokenizer = tok
+        self.folder = folder
+        self.device = device
+        self.torch = torch
+        self._safe_open = safe_open
+        self.load_weights(folder)
+
+    def load_weights(self, folder) -> None:
+        """Take the weights of another folder of the same architecture and tokenizer (a
+        learning-curve snapshot of the same training), keeping the tokenizer: pre-tokenized
+        batches (tokenize()) stay valid."""
+        folder = Path(folder)
+        for name in ("config.json", "tokenizer.json"):
+            if (folder / name).read_bytes() != (self.folder / name).read_bytes():
+                raise UnsupportedModel(f"{folder}: {name} differs from {self.folder}'s")
         w = {}
-        with safe_open(folder / "model.safetensors", framework="pt") as f:
+        with self._safe_open(folder / "model.safetensors", framework="pt") as f:
             for key in f.keys():  # noqa: SIM118 - safe_open has keys(), not __iter__
                 name = key.removeprefix("bert.")
                 if name.startswith("encoder.layer.") and int(name.split(".")[2]) >= self.depth:
                     continue  # dropped layers are never read
-                w[name] = f.get_tensor(key).float().to(device)  # fp32 always (ties)
+                w[name] = f.get_tensor(key).float().to(self.device)  # fp32 always (ties)
         self.w = w
-        self.device = device
-        self.torch = torch
 
     def _ln(self, x, prefix):
         return self.torch.nn.functional.layer_norm(
@@ -110,25 +122,36 @@ class BertMeanEncoder:
         pooled = (x * m).sum(1) / m.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(pooled, dim=1)
 
-    def encode(self, texts: list[str], batch_size: int = 64, show_progress_bar: bool = False,
-               **_) -> np.ndarray:
+    def tokenize(self, texts: list[str], batch_size: int = 64) -> list[tuple]:
+        """The padded batches encode() runs: (positions in `texts`, ids, mask) each, sorted
+        by length so batches pad little, as sentence-transformers does."""
         torch = self.torch
-        # Sort by length so batches pad little, as sentence-transformers does.
         order = np.argsort([-len(t) for t in texts], kind="stable")
-        out = np.zeros((len(texts), self.cfg["hidden_size"]), dtype=np.float32)
-        starts = range(0, len(texts), batch_size)
+        batches = []
+        for s in range(0, len(texts), batch_size):
+            idx = order[s:s + batch_size]
+            enc = self.tokenizer.encode_batch([texts[i] for i in idx])
+            batches.append((idx, torch.tensor([e.ids for e in enc]),
+                            torch.tensor([e.attention_mask for e in enc])))
+        return batches  # on the CPU: a large corpus's tokens need not fit on the device
+
+    def encode_batches(self, batches: list[tuple], n: int,
+                       show_progress_bar: bool = False) -> np.ndarray:
+        """Embeddings of `n` texts from their tokenize() batches, with the current weights."""
+        out = np.zeros((n, self.cfg["hidden_size"]), dtype=np.float32)
         if show_progress_bar:
             from tqdm import tqdm
 
-            starts = tqdm(starts, desc="encode", unit="batch")
-        with torch.inference_mode():
-            for s in starts:
-                idx = order[s:s + batch_size]
-                enc = self.tokenizer.encode_batch([texts[i] for i in idx])
-                ids = torch.tensor([e.ids for e in enc], device=self.device)
-                mask = torch.tensor([e.attention_mask for e in enc], device=self.device)
-                out[idx] = self.forward(ids, mask).cpu().numpy()
+            batches = tqdm(batches, desc="encode", unit="batch")
+        with self.torch.inference_mode():
+            for idx, ids, mask in batches:
+                out[idx] = self.forward(ids.to(self.device), mask.to(self.device)).cpu().numpy()
         return out
+
+    def encode(self, texts: list[str], batch_size: int = 64, show_progress_bar: bool = False,
+               **_) -> np.ndarray:
+        return self.encode_batches(self.tokenize(texts, batch_size), len(texts),
+                                   show_progress_bar)
 
 
 class _STAdapter:
