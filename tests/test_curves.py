@@ -128,3 +128,31 @@ def test_a_missing_step_is_named(tmp_path):
     grid["curves"][0][4] = [10, 20, 25, 30, 40, 60]
     with pytest.raises(contracts.DataError, match=r"step 25 \(snapshot\): no evaluations"):
         curves.run(_write(tmp_path, MONOTONE), tmp_path / "stats", S, grid, threads=1)
+
+
+def test_figure_and_report_section_read_the_curve_tables(tmp_path):
+    from workflow_scripts.biencoder import figures, report
+
+    _run(tmp_path, RISE_PLATEAU_DECLINE)
+    stats = figures.load_stats(tmp_path / "stats", ("curves", "curves_onset"))
+    fig = figures.learning_curves(stats, order=["r"])
+    assert len(fig.axes) == 3  # the mean of benchmarks, b1, b2
+    assert fig.axes[0].get_title() == "r: all benchmarks (mean)"
+    assert "95% calibrated CI" in fig.axes[0].get_legend().get_title().get_text()
+    lines = fig.axes[0].get_lines()
+    assert list(lines[0].get_xdata()) == list(STEPS)
+    assert [(list(m.get_xdata()), m.get_marker()) for m in lines[1:2]] == [([40.0], "v")]
+    assert lines[0].get_label() == "L2, onset 40"
+    figures.save(fig, [tmp_path / "lc.png"])
+    assert (tmp_path / "lc.png").stat().st_size > 10_000
+    text = report.curves_section(*(contracts.read_stats(tmp_path / "stats", n) for n in
+                                   ("curves", "curves_change", "curves_onset")))
+    assert "## Learning curves of ndcg@10" in text and "step 0 (base)" in text
+    row = next(line for line in text.splitlines() if line.startswith("| r | top | 2 | all"))
+    assert "| 40 | [40, 40] | 1.000 |" in row
+    mono = tmp_path / "mono"
+    _run(mono, MONOTONE)
+    text = report.curves_section(*(contracts.read_stats(mono / "stats", n) for n in
+                                   ("curves", "curves_change", "curves_onset")))
+    row = next(line for line in text.splitlines() if line.startswith("| r | top | 2 | all"))
+    assert "| 80 | none | [none, none] | 0.000 | 80 → 80 | 0.0000 [0.0000, 0.0000] | – |" in row
