@@ -95,8 +95,8 @@ def test_tiny_study_runs_end_to_end(tiny_run):
             assert (model / "model.safetensors").exists()
             summary = json.loads((model / "train_summary.json").read_text())
             assert summary["steps"] == {"r1": 2, "r4": 8}[recipe]
-            assert sorted(p.name for p in (model / "steps").iterdir()) == (
-                ["step2", "step4"] if recipe == "r4" else [])
+            snapshots = sorted(p.name for p in (model / "steps").glob("step*"))
+            assert snapshots == (["step2", "step4"] if recipe == "r4" else [])
     snaps = contracts.read_eval(wd / "results/eval/r4/top2/seed1/steps/tiny-a.parquet")
     assert sorted(snaps.step.unique()) == [2, 4] and len(snaps) == 2 * 12
     cur = pd.read_parquet(wd / "results/stats/curves.parquet")
@@ -234,7 +234,7 @@ def test_changed_curve_settings_rerun_only_their_recipe_and_stage(tiny_run, tmp_
     jobs = planned_jobs(_dry(wd, changed))
     assert {rule for rule, reason, _ in jobs if "Params have changed" in reason} == {"curves"}
     assert {rule for rule, _, _ in jobs} == {"curves", "figure_learning_curves", "report",
-                                             "all"}
+                                             "usage", "all"}
     conf["stats"]["onset_epsilon"] = 0.01  # the schema default
     conf["recipes"]["r4"]["eval_steps"] = [4, 8]  # one snapshot fewer: r4's curve only
     changed.write_text(yaml.safe_dump(conf))
@@ -333,6 +333,11 @@ def _set(cfg, path, value):
     (["recipes", "long", "lr"], "fast", "config key recipes.long.lr: 'fast' is not of type"),
     (["benchmarks"], ["nope"], "config key benchmarks[0]: 'nope' is not in the datasets"),
     (["ladder", "seeds"], "42", "config key ladder.seeds: '42' is not of type 'array'"),
+    (["recipes", "long", "eval_steps"], [12, 6],
+     "config key recipes.long.eval_steps[1]: 6 does not follow 12; the steps must increase"),
+    (["recipes", "long", "eval_steps"], [12, 30],
+     "config key recipes.long.eval_steps[1]: 30 is beyond the recipe's 24 steps"),
+    (["recipes", "long", "eval_steps"], [0], "config key recipes.long.eval_steps[0]: 0 is less"),
 ])
 def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, path, value, message):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
