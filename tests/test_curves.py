@@ -138,7 +138,7 @@ def test_figure_and_report_section_read_the_curve_tables(tmp_path):
     fig = figures.learning_curves(stats, order=["r"])
     assert len(fig.axes) == 3  # the mean of benchmarks, b1, b2
     assert fig.axes[0].get_title() == "r: all benchmarks (mean)"
-    assert "95% calibrated CI" in fig.axes[0].get_legend().get_title().get_text()
+    assert "95% calibrated CI" in fig.texts[0].get_text()
     lines = fig.axes[0].get_lines()
     assert list(lines[0].get_xdata()) == list(STEPS)
     assert [(list(m.get_xdata()), m.get_marker()) for m in lines[1:2]] == [([40.0], "v")]

@@ -218,9 +218,8 @@ def learning_curves(stats: dict, order=()) -> plt.Figure:
     recipes = contracts.order_recipes(cur.recipe, order)
     benches = [b for b in cur["benchmark"].unique() if b != ALL]
     panels = [ALL] + benches if ALL in set(cur["benchmark"]) else benches
-    fig, axes = plt.subplots(len(recipes), len(panels), figsize=(4.2 * len(panels),
-                                                                  3.6 * len(recipes)),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(recipes), len(panels), squeeze=False,
+                             figsize=(max(6.5, 4.2 * len(panels)), 0.5 + 3.6 * len(recipes)))
     strategies = sorted(cur.strategy.unique())
     arms = sorted({(s, int(d)) for s, d in zip(cur.strategy, cur.depth, strict=True)})
     for row, recipe in zip(axes, recipes, strict=True):
@@ -265,13 +264,15 @@ def learning_curves(stats: dict, order=()) -> plt.Figure:
             ax.set_xlabel("training step")
             ax.set_ylabel(metric)
             ax.grid(alpha=0.3)
+        row[0].legend(fontsize=7, loc="lower right", framealpha=0.85)  # this row's onsets
     eps = onset["epsilon"].iloc[0] if len(onset) else float("nan")
     level = contracts.ci_level(onset) if len(onset) else ""
-    axes[0][0].legend(fontsize=8, title=f"band: {contracts.ci_caption(cur)}\n▼ onset "
-                      f"(ε = {eps:g}); top bar: its {level} bootstrap interval",
-                      title_fontsize=7)
-    fig.suptitle(f"Learning curves: {metric} over training steps (step 0: untrained base)")
-    fig.tight_layout()
+    fig.text(0.5, 0.01, f"bands: {contracts.ci_caption(cur)}; ▼ onset: the last step before "
+             f"the mean falls more than ε = {eps:g} below its running best; bars at the top: "
+             f"its {level} Multi-Bootstrap interval (arrow: no onset in part of the samples)",
+             ha="center", va="bottom", fontsize=7, wrap=True)
+    fig.suptitle(f"Learning curves of {metric} (step 0: the untrained base)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
