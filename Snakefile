@@ -63,6 +63,8 @@ if HAS_BIENCODER:
         figure_per_benchmark_degradation,
         figure_seed_variance,
         figure_pareto,
+        figure_learning_curves,
+        curves,
         usage,
         report,
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from workflow_scripts.core import settings as stage_settings
 from workflow_scripts.core.codedeps import code_files
-from workflow_scripts.core.contracts import STATS_TABLES
+from workflow_scripts.core.contracts import CURVE_TABLES, STATS_TABLES
 
 ROOT = Path(workflow.basedir)
 CONDA_ENV = "../envs/depthlab.yaml"
@@ -76,6 +76,10 @@ if HAS_BIENCODER:
         "seed_variance",
         "pareto",
     ]
+    # Recipes with a learning curve (eval_steps), in budget order.
+    CURVE_RECIPES = [r for r in BUDGET_ORDER if RECIPES[r]["eval_steps"]]
+    if CURVE_RECIPES:
+        FIGURES.append("learning_curves")
     BIENCODER_OUTPUTS = ["results/RESULTS.md"] + [
         f"results/figures/{name}.{fmt}" for name in FIGURES for fmt in FIGURE_FORMATS
     ]
@@ -133,6 +137,49 @@ def expected_grid():
     return json.dumps({"benchmarks": BENCHMARKS, "arms": base + trained})
 
 
+def snapshot_steps(recipe):
+    """A recipe's learning-curve steps that get a snapshot: all but its last step, whose
+    point is the final model."""
+    spec = RECIPES[recipe]
+    return [n for n in spec["eval_steps"] if n < spec["steps"]]
+
+
+def curve_models():
+    """recipe/strategy+depth/seed of every trained model with snapshots."""
+    return [m for m in trained_models() if snapshot_steps(m.split("/")[0])]
+
+
+def curve_eval_files():
+    return [
+        f"results/eval/{m}/steps/{b}.parquet"
+        for m in curve_models()
+        for b in BENCHMARKS
+    ]
+
+
+def curve_input_files():
+    """What the curves stage reads: the bases (step 0), the curve recipes' final models
+    (the last step) and their snapshots."""
+    final = [
+        f"results/eval/{m}/{b}.parquet"
+        for m in trained_models()
+        if m.split("/")[0] in CURVE_RECIPES
+        for b in BENCHMARKS
+    ]
+    return base_eval_files() + final + curve_eval_files()
+
+
+def curve_grid():
+    """The curves the curves stage computes and checks its evaluations against."""
+    curves = [
+        [r, s, d, RECIPES[r]["seeds"], snapshot_steps(r), RECIPES[r]["steps"]]
+        for r in CURVE_RECIPES
+        for s in STRATEGIES
+        for d in DEPTHS
+    ]
+    return json.dumps({"benchmarks": BENCHMARKS, "curves": curves})
+
+
 def latency_runs():
     return [f"results/latency/run{r}.parquet" for r in range(config["latency"]["runs"])]
 
@@ -168,6 +215,14 @@ def biencoder_benchmarks():
         ],
         "evaluate_trained": [bench(f) for f in trained_eval_files()],
         "evaluate_base": [bench(f) for f in base_eval_files()],
+        **(
+            {
+                "evaluate_steps": [bench(f) for f in curve_eval_files()],
+                "curves": [bench("results/stats/curves.parquet")],
+            }
+            if CURVE_RECIPES
+            else {}
+        ),
         "latency_run": [bench(f) for f in latency_runs()],
         "latency_summary": [bench("results/latency/summary.parquet")],
         "stats": [bench("results/stats/ci.parquet")],

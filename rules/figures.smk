@@ -81,3 +81,22 @@ rule figure_pareto:
     shell:
         "python -m workflow_scripts.biencoder.figures pareto {params.args} --latency {input.latency}"
         " --out {output} > {log} 2>&1"
+
+
+rule figure_learning_curves:
+    input:
+        stats=expand("results/stats/{table}.parquet", table=["curves", "curves_onset"]),
+        code=code("biencoder.figures"),
+    output:
+        figure_outputs("learning_curves"),
+    log:
+        "logs/figures/learning_curves.log",
+    benchmark:
+        bench(figure_files("learning_curves")[0])
+    conda:
+        CONDA_ENV
+    params:
+        args=FIG_ARGS,
+    shell:
+        "python -m workflow_scripts.biencoder.figures learning_curves {params.args}"
+        " --out {output} > {log} 2>&1"

@@ -27,6 +27,11 @@ rule usage:
 rule report:
     input:
         stats=expand("results/stats/{table}.parquet", table=STATS_TABLES),
+        curves=(
+            expand("results/stats/{table}.parquet", table=CURVE_TABLES)
+            if CURVE_RECIPES
+            else []
+        ),
         latency_summary="results/latency/summary.parquet",
         latency_ladder="results/latency/ladder.parquet",
         latency_coherence="results/latency/coherence.json",
@@ -49,9 +54,10 @@ rule report:
         CONDA_ENV
     params:
         claims="--claims results/claims.md" if HAS_CLAIMS else "",
+        curves="--curves" if CURVE_RECIPES else "",
     shell:
         "python -m workflow_scripts.biencoder.report --stats-dir results/stats"
         " --latency-summary {input.latency_summary} --latency-ladder {input.latency_ladder}"
         " --latency-coherence {input.latency_coherence} --usage {input.usage}"
-        " --cards {input.cards} --extra {input.extra} {params.claims}"
+        " --cards {input.cards} --extra {input.extra} {params.claims} {params.curves}"
         " --out {output} > {log} 2>&1"

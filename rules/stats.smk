@@ -26,3 +26,30 @@ rule stats:
         " --settings-json {params.settings:q} --budget-order {params.budget_order}"
         " --expect-json {params.expect:q}"
         " --threads {threads} > {log} 2>&1"
+
+
+# Learning curves (recipes with eval_steps): per step the interval, best -> last, the onset.
+
+
+rule curves:
+    input:
+        evals=curve_input_files(),
+        code=code("biencoder.curves"),
+    output:
+        expand("results/stats/{table}.parquet", table=CURVE_TABLES),
+    log:
+        "logs/stats/curves.log",
+    benchmark:
+        bench("results/stats/curves.parquet")
+    conda:
+        CONDA_ENV
+    threads: 2
+    resources:
+        mem_mb=4000,
+    params:
+        settings=settings_json("Curves"),
+        grid=curve_grid(),
+    shell:
+        "python -m workflow_scripts.biencoder.curves --evals {input.evals}"
+        " --settings-json {params.settings:q} --grid-json {params.grid:q}"
+        " --out-dir results/stats --threads {threads} > {log} 2>&1"

@@ -1,6 +1,8 @@
 # Training: one job per (recipe, strategy, depth, seed). Its params are exactly what changes
 # the model (the recipe's settings, the base model); the recipe's seed list and how often
 # trainer state is saved are not, so adding a seed or turning on checkpoints retrains nothing.
+# The learning curve's snapshots (recipe key eval_steps) are outputs: a folder steps/ with
+# one weights folder per snapshot step (empty without), its step list a param.
 
 
 rule train:
@@ -9,6 +11,7 @@ rule train:
         code=code("biencoder.train"),
     output:
         model="checkpoints/{recipe}/{strategy}{depth}/seed{seed}/model.safetensors",
+        steps=directory("checkpoints/{recipe}/{strategy}{depth}/seed{seed}/steps"),
     log:
         "logs/train/{recipe}/{strategy}{depth}/seed{seed}.log",
     benchmark:
@@ -27,9 +30,11 @@ rule train:
         base=config["base_model"],
         settings=lambda wc: settings_json("Train", recipe=wc.recipe),
         out=lambda wc, output: os.path.dirname(output.model),
+        eval_steps=lambda wc: " ".join(map(str, snapshot_steps(wc.recipe))),
     shell:
         "python -m workflow_scripts.biencoder.train --base {params.base:q}"
         " --strategy {wildcards.strategy} --depth {wildcards.depth} --seed {wildcards.seed}"
         " --settings-json {params.settings:q} --triples {input.triples}"
-        " --checkpoint-every {resources.checkpoint_every} --threads {threads}"
+        " --checkpoint-every {resources.checkpoint_every} --eval-steps {params.eval_steps}"
+        " --threads {threads}"
         " --out {params.out} > {log} 2>&1"

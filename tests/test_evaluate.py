@@ -59,3 +59,44 @@ def test_search_is_exact_top_k():
 def test_doc_texts_join_title_like_beir():
     assert evaluate.doc_texts({"a": {"title": "T", "text": "x"}, "b": {"title": "", "text": "y"}}
                               ) == ["T x", "y"]
+
+
+def test_snapshot_evaluations_equal_the_normal_path(tiny_model, tmp_path):
+    """A training with eval_steps: one process evaluating all its snapshots (tokenized once,
+    weights swapped) writes, per step, exactly the per-query rows the normal path writes for
+    that snapshot's folder, and the final model's rows as well."""
+    import json
+
+    import pandas as pd
+
+    from workflow_scripts.biencoder import docstrings, train
+    from workflow_scripts.core import contracts
+    from workflow_scripts.core.settings import Train
+
+    pairs = docstrings.collect_pairs("pandas")
+    docstrings.build_triples(pairs[:120], max_triples=60, seed=0).to_parquet(tmp_path / "t.pq")
+    contracts.write_beir(tmp_path / "bench", *docstrings.build_beir(
+        pairs[120:], max_queries=30, max_docs=60, seed=0))
+    settings = {"batch_size": 4, "steps": 4, "lr": 1e-3, "max_seq_length": 16}
+    model = tmp_path / "model"
+    train.train(base=str(tiny_model), strategy="top", depth=2, seed=1,
+                settings=Train.from_json(json.dumps(settings)), triples=tmp_path / "t.pq",
+                out_dir=model, eval_steps=[1, 3, 4])
+    common = ["--strategy", "top", "--depth", "2", "--benchmark-dir", str(tmp_path / "bench"),
+              "--benchmark", "b", "--recipe", "r", "--seed", "1", "--settings-json",
+              json.dumps({"max_seq_length": 16, "batch_size": 8})]
+    evaluate.main(["--snapshots", str(model / "steps"), "--steps", "1", "3",
+                   "--out", str(tmp_path / "steps.parquet"), *common])
+    curve = pd.read_parquet(tmp_path / "steps.parquet")
+    assert sorted(curve.step.unique()) == [1, 3]
+    for step in (1, 3):
+        out = tmp_path / f"normal{step}.parquet"
+        evaluate.main(["--model", str(model / "steps" / f"step{step}"), "--out", str(out),
+                       *common])
+        pd.testing.assert_frame_equal(
+            curve[curve.step == step].drop(columns="step").reset_index(drop=True),
+            pd.read_parquet(out), check_exact=True)
+    assert curve.groupby("step")["ndcg@10"].mean().nunique() == 2  # the weights differ
+    with pytest.raises(SystemExit, match="no snapshot at .*step2"):
+        evaluate.main(["--snapshots", str(model / "steps"), "--steps", "2",
+                       "--out", str(tmp_path / "x.parquet"), *common])

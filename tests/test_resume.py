@@ -19,6 +19,9 @@ from workflow_scripts.biencoder import docstrings, evaluate
 from workflow_scripts.biencoder.encoder import load_encoder
 
 SETTINGS = {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 1, "max_seq_length": 16}
+# Learning-curve snapshots at 3 (before the kill at checkpoint 4) and 5 (after it); 8 is
+# the final model.
+EVAL_STEPS = (3, 5, 8)
 
 
 def _train_cmd(model, triples, out, *, step_delay=None):
@@ -26,7 +29,7 @@ def _train_cmd(model, triples, out, *, step_delay=None):
     down, so that the job can be killed between checkpoints."""
     args = ["--base", str(model), "--strategy", "top", "--depth", "2", "--seed", "5",
             "--settings-json", json.dumps(SETTINGS), "--triples", str(triples),
-            "--checkpoint-every", "2", "--out", str(out)]
+            "--checkpoint-every", "2", "--eval-steps", *map(str, EVAL_STEPS), "--out", str(out)]
     if step_delay is None:
         return [sys.executable, "-m", "workflow_scripts.biencoder.train", *args]
     return [sys.executable, str(ROOT / "tests/slow_train.py"), str(step_delay), *args]
@@ -86,8 +89,16 @@ def test_killed_training_resumes_to_the_same_model(tiny_model, data):
 
     pd.testing.assert_frame_equal(_metrics(ref, data / "bench"), _metrics(out, data / "bench"),
                                   check_exact=True)
-    w_ref, w_out = load_file(ref / "model.safetensors"), load_file(out / "model.safetensors")
-    assert all((w_ref[k] == w_out[k]).all() for k in w_ref)  # bitwise, not just close
+    _assert_same_weights(ref, out)  # bitwise, not just close, snapshots included
+    assert sorted(p.name for p in (out / "steps").iterdir()) == ["step3", "step5"]
+
+
+def _assert_same_weights(ref, out) -> None:
+    for rel in ("model.safetensors", "steps/step3/model.safetensors",
+                "steps/step5/model.safetensors"):
+        w_ref, w_out = load_file(ref / rel), load_file(out / rel)
+        assert w_ref.keys() == w_out.keys()
+        assert all((w_ref[k] == w_out[k]).all() for k in w_ref), rel
 
 
 def _assert_same_loss(resumed: dict, uninterrupted: dict) -> None:
@@ -122,7 +133,7 @@ def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(tiny_model, da
 
     s = Train.from_json(json.dumps(SETTINGS))
     kw = dict(base=str(tiny_model), strategy="top", depth=2, seed=5, settings=s,
-              triples=data / "t.parquet", checkpoint_every=2)
+              triples=data / "t.parquet", checkpoint_every=2, eval_steps=EVAL_STEPS)
     ref, out = data / "fallback-ref", data / "fallback-out"
     train(out_dir=ref, **kw)
     with pytest.raises(_Crash):
@@ -134,8 +145,28 @@ def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(tiny_model, da
     assert "skipping" in said and "checkpoint-4" in said
     assert summary["resumed_from"].endswith("checkpoint-2")
     _assert_same_loss(summary, json.loads((ref / "train_summary.json").read_text()))
-    w_ref, w_out = load_file(ref / "model.safetensors"), load_file(out / "model.safetensors")
-    assert all((w_ref[k] == w_out[k]).all() for k in w_ref)
+    _assert_same_weights(ref, out)
+
+
+@pytest.mark.slow
+def test_resume_past_a_missing_snapshot_trains_from_the_start(tiny_model, data, capsys):
+    """A trainer state past a snapshot step whose snapshot is not there (left by a run with
+    other eval_steps) cannot give that snapshot: the rerun starts over and still ends with
+    an uninterrupted run's model and snapshots."""
+    from workflow_scripts.biencoder.train import train
+    from workflow_scripts.core.settings import Train
+
+    kw = dict(base=str(tiny_model), strategy="top", depth=2, seed=5,
+              settings=Train.from_json(json.dumps(SETTINGS)), triples=data / "t.parquet",
+              checkpoint_every=2)
+    ref, out = data / "lost-ref", data / "lost-out"
+    train(out_dir=ref, eval_steps=EVAL_STEPS, **kw)
+    with pytest.raises(_Crash):
+        train(out_dir=out, eval_steps=(5, 8), callbacks=[_crash_after(4)], **kw)
+    summary = train(out_dir=out, eval_steps=EVAL_STEPS, **kw)
+    assert "lacks: training from the start" in capsys.readouterr().out
+    assert summary["resumed_from"] is None
+    _assert_same_weights(ref, out)
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import re
 import yaml
 from conftest import ROOT, job_counts, snakemake
 
-GPU_RULES = {"train", "evaluate_trained", "evaluate_base", "latency_run"}
+GPU_RULES = {"train", "evaluate_trained", "evaluate_steps", "evaluate_base", "latency_run"}
 
 
 def job_resources(output: str) -> list[tuple[str, str]]:
@@ -29,6 +29,7 @@ def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path)
     out = proc.stdout + proc.stderr
     counts = job_counts(out)
     assert counts["train"] == 20 and counts["evaluate_trained"] == 60
+    assert counts["evaluate_steps"] == 60  # every model's snapshots, per benchmark
     jobs = job_resources(out)
     assert len(jobs) == sum(counts.values())
     for rule, resources in jobs:
@@ -38,7 +39,8 @@ def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path)
         else:  # downloads, stats, figures, report: localrules, no GPU
             assert "gpu=" not in resources, (rule, resources)
     assert all("slurm_extra=--exclusive" in r for rule, r in jobs if rule == "latency_run")
-    # One group job per model (20) and per untrained base depth (4), each with 3 benchmarks.
+    # One group job per model (20: its final model and its snapshots on 3 benchmarks) and per
+    # untrained base depth (4).
     groups = re.findall(r"Group job (eval_\S+) ", out)
     assert len(groups) == len(set(groups)) == 24
 

@@ -52,3 +52,23 @@ def test_empty_text_is_named(tmp_path):
     pd.DataFrame({"query": ["q"], "positive": ["p"]}).to_parquet(p)
     with pytest.raises(contracts.DataError, match="missing column"):
         train.load_triples(p)
+
+
+def test_eval_steps_snapshot_the_weights_and_change_no_model(tiny_model, triples, tmp_path):
+    plain = _train(tiny_model, triples, tmp_path / "plain", 7)
+    curve = train.train(base=str(tiny_model), strategy="top", depth=2, seed=7,
+                        settings=SETTINGS, triples=triples, out_dir=tmp_path / "curve",
+                        eval_steps=[1, 2, 3])
+    assert plain["snapshot_steps"] == [] and curve["snapshot_steps"] == [1, 2]
+    assert not any((tmp_path / "plain" / "steps").iterdir())  # declared, empty
+    steps = tmp_path / "curve" / "steps"
+    assert sorted(p.name for p in steps.iterdir()) == ["step1", "step2"]  # 3: the model
+    final = load_file(tmp_path / "curve" / "model.safetensors")
+    w = {n: load_file(steps / f"step{n}" / "model.safetensors") for n in (1, 2)}
+    assert all((final[k] == v).all() for k, v in
+               load_file(tmp_path / "plain" / "model.safetensors").items())
+    assert all(any((w[n][k] != final[k]).any() for k in final) for n in (1, 2))
+    assert any((w[1][k] != w[2][k]).any() for k in final)
+    assert (steps / "step1" / "modules.json").exists()  # loads like the final model
+    assert not list(steps.rglob("optimizer*"))  # weights only
+    assert not (tmp_path / "curve.trainer").exists()

@@ -24,7 +24,8 @@ def tiny_config(model_dir) -> dict:
         "max_seq_length": 32,
         "recipes": {
             "r1": {"batch_size": 4, "steps": 2, "lr": 1e-3, "warmup": 0, "seeds": [1, 2]},
-            "r4": {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 0, "seeds": [1, 2]},
+            "r4": {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 0, "seeds": [1, 2],
+                   "eval_steps": [2, 4, 8]},  # a learning curve: snapshots at 2 and 4
         },
         "train_data": "tiny-train",
         "benchmarks": TINY_BENCHMARKS,
@@ -86,12 +87,23 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert counts["train"] == 2 * 2 * 2  # recipes x depths x seeds
     assert counts["evaluate_trained"] == 8 * len(TINY_BENCHMARKS)
     assert counts["evaluate_base"] == 2 * len(TINY_BENCHMARKS)
+    assert counts["evaluate_steps"] == 4 * len(TINY_BENCHMARKS)  # r4's models
+    assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
     for recipe in ("r1", "r4"):
         for depth in (1, 2):
             model = wd / f"checkpoints/{recipe}/top{depth}/seed1"
             assert (model / "model.safetensors").exists()
             summary = json.loads((model / "train_summary.json").read_text())
             assert summary["steps"] == {"r1": 2, "r4": 8}[recipe]
+            snapshots = sorted(p.name for p in (model / "steps").glob("step*"))
+            assert snapshots == (["step2", "step4"] if recipe == "r4" else [])
+    snaps = contracts.read_eval(wd / "results/eval/r4/top2/seed1/steps/tiny-a.parquet")
+    assert sorted(snaps.step.unique()) == [2, 4] and len(snaps) == 2 * 12
+    cur = pd.read_parquet(wd / "results/stats/curves.parquet")
+    assert set(cur.recipe) == {"r4"} and sorted(cur.step.unique()) == [0, 2, 4, 8]
+    onset = contracts.read_stats(wd / "results/stats", "curves_onset")
+    assert len(onset) == 2 * 3  # depths x (2 benchmarks + all)
+    assert (wd / "results/figures/learning_curves.png").stat().st_size > 10_000
     # Every test query appears in every evaluation, also those scoring 0.
     n_queries = {b: len(contracts.load_queries(wd / f"data/beir/{b}/queries.jsonl"))
                  for b in TINY_BENCHMARKS}
@@ -112,7 +124,8 @@ def test_tiny_study_runs_end_to_end(tiny_run):
         assert (wd / f"results/figures/{name}.png").stat().st_size > 10_000
     results = (wd / "results/RESULTS.md").read_text()
     for heading in ("Mean ndcg@10 with 95% calibrated CI", "Training vs the untrained",
-                    "Latency ladder", "Data"):
+                    "Latency ladder", "Data", "Learning curves of ndcg@10",
+                    "Onset of the decline"):
         assert heading in results
     assert (ci["interval"] == "calibrated").all() and ci.mb_ci_low.notna().all()
     assert "Multi-Bootstrap CI" in results and "p (MB)" in results
@@ -147,12 +160,13 @@ def test_moved_study_has_nothing_to_do(tiny_run):
 # Rules whose command's import closure holds the module (an independent list, by hand).
 IMPORTERS = {
     "workflow_scripts/biencoder/models.py": {"train", "evaluate_trained", "evaluate_base",
-                                             "latency_run"},
-    "workflow_scripts/core/multibootstrap.py": {"stats", "ladder_stats", "claims"},
+                                             "evaluate_steps", "latency_run"},
+    "workflow_scripts/core/multibootstrap.py": {"stats", "curves", "ladder_stats", "claims"},
     "workflow_scripts/claims/render.py": {"claims", "claims_figure"},
     "workflow_scripts/biencoder/figures.py": {"figure_depth_vs_budget", "figure_pareto",
                                               "figure_per_benchmark_degradation",
-                                              "figure_seed_variance"},
+                                              "figure_seed_variance",
+                                              "figure_learning_curves"},
 }
 
 
@@ -191,6 +205,7 @@ def test_added_seed_trains_only_the_new_seed(tiny_run, tmp_path):
     assert counts["train"] == 2  # the new seed at both depths
     assert counts["evaluate_trained"] == 2 * len(TINY_BENCHMARKS)
     assert "evaluate_base" not in counts and "latency_run" not in counts
+    assert "evaluate_steps" not in counts and "curves" not in counts  # r1 has no curve
     assert {"stats", "report", "usage"} <= set(counts)  # the aggregates
     assert not any(r.startswith("ladder") for r in counts)
 
@@ -207,6 +222,27 @@ def test_changed_setting_reruns_only_the_stages_that_read_it(tiny_run, tmp_path)
     assert by_params == {"stats"}
     assert not {"train", "evaluate_trained", "evaluate_base", "latency_run"} & {
         rule for rule, _, _ in jobs}
+
+
+@pytest.mark.slow
+def test_changed_curve_settings_rerun_only_their_recipe_and_stage(tiny_run, tmp_path):
+    wd, cfg, _ = tiny_run
+    conf = yaml.safe_load(cfg.read_text())
+    conf["stats"]["onset_epsilon"] = 0.02
+    changed = tmp_path / "onset.yaml"
+    changed.write_text(yaml.safe_dump(conf))
+    jobs = planned_jobs(_dry(wd, changed))
+    assert {rule for rule, reason, _ in jobs if "Params have changed" in reason} == {"curves"}
+    assert {rule for rule, _, _ in jobs} == {"curves", "figure_learning_curves", "report",
+                                             "usage", "all"}
+    conf["stats"]["onset_epsilon"] = 0.01  # the schema default
+    conf["recipes"]["r4"]["eval_steps"] = [4, 8]  # one snapshot fewer: r4's curve only
+    changed.write_text(yaml.safe_dump(conf))
+    out = _dry(wd, changed)
+    counts = job_counts(out)
+    assert counts["train"] == 4 and counts["evaluate_steps"] == 4 * len(TINY_BENCHMARKS)
+    assert set(re.findall(r"wildcards: recipe=(\w+)", out)) == {"r4"}
+    assert "stats" in counts  # r4's final models are retrained (identical, but new files)
 
 
 @pytest.mark.slow
@@ -241,9 +277,10 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run):
     assert counts.get("train", 0) == 0 and counts.get("docstring_benchmark", 0) == 0
     assert counts["evaluate_trained"] == 8  # every trained model, on tiny-a only
     assert counts["evaluate_base"] == 2
-    assert {"stats", "report"} <= set(counts)
+    assert counts["evaluate_steps"] == 4  # r4's snapshots, on tiny-a only
+    assert {"stats", "report", "curves"} <= set(counts)
     planned = re.findall(r"output: (results/eval/\S+\.parquet)", dry.stdout)
-    assert len(planned) == 10 and all(p.endswith("/tiny-a.parquet") for p in planned)
+    assert len(planned) == 14 and all(p.endswith("/tiny-a.parquet") for p in planned)
 
     snakemake(wd, "--configfile", str(cfg), "--cores", "2")
     after = contracts.read_eval(wd / "results/eval/r1/top1/seed1/tiny-b.parquet")
@@ -263,6 +300,9 @@ def _expected_counts(cfg: dict) -> dict[str, int]:
         "stats": 1, "report": 1, "figure_pareto": 1, "figure_depth_vs_budget": 1,
         "figure_seed_variance": 1, "figure_per_benchmark_degradation": 1,
         "claims": 1, "claims_figure": 1,
+        "evaluate_steps": sum(len(r["seeds"]) for r in cfg["recipes"].values()
+                              if [n for n in r.get("eval_steps", []) if n < r["steps"]]
+                              ) * len(cfg["depths"]) * len(cfg["strategies"]) * n_bench,
     }
 
 
@@ -272,6 +312,8 @@ def test_dry_run_lists_every_job_of_the_default_config(tmp_path):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     for rule, n in _expected_counts(cfg).items():
         assert counts.get(rule) == n, (rule, counts)
+    assert counts["evaluate_steps"] == 27  # long: 3 depths x 3 seeds x 3 benchmarks
+    assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
     assert counts["docstring_triples"] == 1
     assert counts["latency_summary"] == 1
     assert {r for r in counts if r.startswith("ladder_train")}
@@ -291,6 +333,11 @@ def _set(cfg, path, value):
     (["recipes", "long", "lr"], "fast", "config key recipes.long.lr: 'fast' is not of type"),
     (["benchmarks"], ["nope"], "config key benchmarks[0]: 'nope' is not in the datasets"),
     (["ladder", "seeds"], "42", "config key ladder.seeds: '42' is not of type 'array'"),
+    (["recipes", "long", "eval_steps"], [12, 6],
+     "config key recipes.long.eval_steps[1]: 6 does not follow 12; the steps must increase"),
+    (["recipes", "long", "eval_steps"], [12, 30],
+     "config key recipes.long.eval_steps[1]: 30 is beyond the recipe's 24 steps"),
+    (["recipes", "long", "eval_steps"], [0], "config key recipes.long.eval_steps[0]: 0 is less"),
 ])
 def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, path, value, message):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
@@ -317,6 +364,8 @@ def test_paper_config_lists_exactly_the_papers_jobs(tmp_path):
     counts = job_counts(proc.stdout + proc.stderr)
     assert counts["train"] == 20  # A: 1 seed, B-D: 3 seeds, E: 1 seed; x 4 depths
     assert counts["evaluate_trained"] == 60 and counts["evaluate_base"] == 12
+    assert counts["evaluate_steps"] == 60  # every model's snapshots, per benchmark
+    assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
     assert counts["beir_download"] == 3 and counts["triples_download"] == 1
     assert counts["latency_run"] == 3 and counts["stats"] == 1 and counts["report"] == 1
     assert counts["claims"] == 1 and counts["claims_figure"] == 1

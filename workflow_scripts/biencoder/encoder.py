@@ -79,8 +79,8 @@ class _LeanEncoder:
 
     def encode(self, texts: list[str], batch_size: int = 64, show_progress_bar: bool = False,
                **_) -> np.ndarray:
-        return self.encode_depths(texts, [self.depth], batch_size=batch_size,
-                                  show_progress_bar=show_progress_bar)[self.depth]
+        return self.encode_batches(self.tokenize(texts, batch_size), len(texts),
+                                   show_progress_bar=show_progress_bar)
 
     def encode_depths(self, texts: list[str], depths, batch_size: int = 64,
                       show_progress_bar: bool = False) -> dict[int, np.ndarray]:
@@ -88,25 +88,37 @@ class _LeanEncoder:
         state, with what a model truncated there applies after its last layer, pooled as
         the folder says. Equal to truncating to each depth (strategy top) and encoding;
         only valid where the weights do not depend on depth."""
-        torch = self.torch
+        return self._encode(self.tokenize(texts, batch_size), len(texts), depths,
+                            show_progress_bar)
+
+    def tokenize(self, texts: list[str], batch_size: int = 64) -> list[tuple]:
+        """The padded batches encode() runs: (positions in `texts`, model inputs) each,
+        sorted by length so batches pad little, as sentence-transformers does. On the CPU:
+        a large corpus's tokens need not fit on the device."""
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        return [(idx, self._batch([texts[i] for i in idx]))
+                for idx in (order[s:s + batch_size] for s in range(0, len(texts), batch_size))]
+
+    def encode_batches(self, batches: list[tuple], n: int,
+                       show_progress_bar: bool = False) -> np.ndarray:
+        """Embeddings of `n` texts from their tokenize() batches, with the current weights."""
+        return self._encode(batches, n, [self.depth], show_progress_bar)[self.depth]
+
+    def _encode(self, batches, n, depths, show_progress_bar) -> dict[int, np.ndarray]:
         depths = sorted({int(d) for d in depths})
         if not depths or depths[0] < 1 or depths[-1] > self.depth:
             raise ValueError(f"depths {depths}: this encoder holds layers 1..{self.depth}")
         if not self.prefix and depths != [self.depth]:
             raise ValueError(f"depths {depths}: one pass gives shallower depths only of a "
                              "model holding the base's bottom layers (strategy top)")
-        # Sort by length so batches pad little, as sentence-transformers does.
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        out = {d: np.zeros((len(texts), self.hidden_size), dtype=np.float32) for d in depths}
-        starts = range(0, len(texts), batch_size)
+        out = {d: np.zeros((n, self.hidden_size), dtype=np.float32) for d in depths}
         if show_progress_bar:
             from tqdm import tqdm
 
-            starts = tqdm(starts, desc="encode", unit="batch")
-        with torch.inference_mode():
-            for s in starts:
-                idx = order[s:s + batch_size]
-                inputs = self._batch([texts[i] for i in idx])
+            batches = tqdm(batches, desc="encode", unit="batch")
+        with self.torch.inference_mode():
+            for idx, cpu_inputs in batches:
+                inputs = {k: v.to(self.device) for k, v in cpu_inputs.items()}
                 for d, h in self._hidden(inputs, depths).items():
                     out[d][idx] = self._pool(h, inputs["attention_mask"]).cpu().numpy()
         return out
@@ -154,16 +166,28 @@ class BertEncoder(_LeanEncoder):
         tok.enable_truncation(max_length=max_seq_length)
         tok.enable_padding(pad_id=cfg.get("pad_token_id", 0))
         self.tokenizer = tok
+        self.folder = folder
+        self.device = device
+        self.torch = torch
+        self._safe_open = safe_open
+        self.load_weights(folder)
+
+    def load_weights(self, folder) -> None:
+        """Take the weights of another folder of the same architecture and tokenizer (a
+        learning-curve snapshot of the same training), keeping the tokenizer: pre-tokenized
+        batches (tokenize()) stay valid."""
+        folder = Path(folder)
+        for name in ("config.json", "tokenizer.json"):
+            if (folder / name).read_bytes() != (self.folder / name).read_bytes():
+                raise UnsupportedModel(f"{folder}: {name} differs from {self.folder}'s")
         w = {}
-        with safe_open(folder / "model.safetensors", framework="pt") as f:
+        with self._safe_open(folder / "model.safetensors", framework="pt") as f:
             for key in f.keys():  # noqa: SIM118 - safe_open has keys(), not __iter__
                 name = key.removeprefix("bert.")
                 if name.startswith("encoder.layer.") and int(name.split(".")[2]) >= self.depth:
                     continue  # dropped layers are never read
-                w[name] = f.get_tensor(key).float().to(device)  # fp32 always (ties)
+                w[name] = f.get_tensor(key).float().to(self.device)  # fp32 always (ties)
         self.w = w
-        self.device = device
-        self.torch = torch
 
     def _ln(self, x, prefix):
         return self.torch.nn.functional.layer_norm(
@@ -175,9 +199,8 @@ class BertEncoder(_LeanEncoder):
 
     def _batch(self, texts):
         enc = self.tokenizer.encode_batch(texts)
-        return {"input_ids": self.torch.tensor([e.ids for e in enc], device=self.device),
-                "attention_mask": self.torch.tensor([e.attention_mask for e in enc],
-                                                    device=self.device)}
+        return {"input_ids": self.torch.tensor([e.ids for e in enc]),
+                "attention_mask": self.torch.tensor([e.attention_mask for e in enc])}
 
     def _hidden(self, inputs, depths):
         torch, w = self.torch, self.w
@@ -256,7 +279,7 @@ class AutoModelEncoder(_LeanEncoder):
     def _batch(self, texts):
         enc = self.tokenizer(texts, padding=True, truncation="longest_first",
                              max_length=self.max_seq_length, return_tensors="pt")
-        return {k: v.to(self.device) for k, v in enc.items() if k in self.inputs}
+        return {k: v for k, v in enc.items() if k in self.inputs}
 
     def _hidden(self, inputs, depths):
         out = self.model(**inputs, output_hidden_states=depths != [self.depth])

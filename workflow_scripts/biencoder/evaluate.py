@@ -33,6 +33,8 @@ docs/evaluation.md). Deliberate choices:
 CLI: python -m workflow_scripts.biencoder.evaluate (--model DIR | --base SPEC) --strategy S \
         --depth N --benchmark-dir data/beir/X --benchmark X --recipe R --seed S \
         --settings-json '{"top_k": 100, ...}' --out FILE.parquet
+     (--snapshots DIR/steps --steps 5000 10000 ...: a model's learning-curve snapshots, one
+     file with a `step` column)
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -258,11 +261,54 @@ def evaluate_model(encoder, benchmark_dir, *, top_k: int = 100, batch_size: int 
     return df, timing
 
 
+def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top_k: int = 100,
+                       batch_size: int = 64, ignore_identical_ids: bool = False,
+                       device: str | None = None) -> tuple[pd.DataFrame, dict]:
+    """Per-query metrics of several weight folders of one training (step -> a learning-curve
+    snapshot), as evaluate_model gives for each, with a `step` column: the benchmark read
+    once, its texts tokenized once (the lean encoder swaps weights, keeping its batches),
+    one process for all. A folder the lean encoder cannot take is encoded on its own."""
+    from workflow_scripts.biencoder.encoder import BertEncoder, UnsupportedModel, load_encoder
+
+    corpus, queries, qrels = contracts.load_beir(benchmark_dir)
+    q_texts, d_texts = list(queries.values()), doc_texts(corpus)
+    timing = {"encode_seconds": 0.0, "search_metrics_seconds": 0.0, "queries": len(queries),
+              "documents": len(corpus)}
+    frames, lean, batches = [], None, None
+    for step, folder in sorted(folders.items()):
+        t0 = time.perf_counter()
+        try:
+            if lean is None:
+                raise UnsupportedModel(str(folder))
+            lean.load_weights(folder)
+        except UnsupportedModel:
+            encoder = load_encoder(str(folder), max_seq_length=max_seq_length, device=device)
+            lean = encoder if isinstance(encoder, BertEncoder) else None
+            batches = None if lean is None else (lean.tokenize(q_texts, batch_size),
+                                                 lean.tokenize(d_texts, batch_size))
+        if lean is not None:
+            q_emb = lean.encode_batches(batches[0], len(q_texts))
+            d_emb = lean.encode_batches(batches[1], len(d_texts))
+        else:
+            q_emb = encoder.encode(q_texts, batch_size=batch_size)
+            d_emb = encoder.encode(d_texts, batch_size=batch_size)
+        t1 = time.perf_counter()
+        df = evaluate_embeddings(q_emb, d_emb, list(queries), list(corpus), qrels,
+                                 top_k=top_k, ignore_identical_ids=ignore_identical_ids)
+        timing["encode_seconds"] += t1 - t0
+        timing["search_metrics_seconds"] += time.perf_counter() - t1
+        frames.append(df.assign(step=int(step)))
+    return pd.concat(frames, ignore_index=True), timing
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Zero-shot retrieval evaluation, per query.")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", help="a trained sentence-transformers folder")
     src.add_argument("--base", help="an untrained base model spec (with --depth)")
+    src.add_argument("--snapshots", help="a training's learning-curve folder (OUT/steps, "
+                                         "with --steps): every snapshot, with a step column")
+    ap.add_argument("--steps", nargs="+", type=int, help="the snapshot steps (stepN folders)")
     ap.add_argument("--strategy", required=True)
     ap.add_argument("--depth", type=int, required=True)
     ap.add_argument("--benchmark-dir", required=True)
@@ -282,12 +328,25 @@ def main(argv=None) -> None:
     from workflow_scripts.core.runtime import set_threads
 
     set_threads(a.threads)
-    encoder = (load_encoder(a.model, max_seq_length=s.max_seq_length) if a.model
-               else load_encoder(a.base, depth=a.depth, strategy=a.strategy,
-                                 max_seq_length=s.max_seq_length))
-    df, timing = evaluate_model(encoder, a.benchmark_dir, top_k=s.top_k,
-                                batch_size=s.batch_size,
-                                ignore_identical_ids=s.ignore_identical_ids)
+    if a.snapshots:
+        if not a.steps:
+            ap.error("--snapshots needs --steps")
+        folders = {n: Path(a.snapshots) / f"step{n}" for n in a.steps}
+        missing = [str(f) for f in folders.values() if not (f / "model.safetensors").exists()]
+        if missing:
+            sys.exit(f"error: no snapshot at {', '.join(missing)} (the training's eval_steps "
+                     "do not include it: retrain)")
+        df, timing = evaluate_snapshots(folders, a.benchmark_dir,
+                                        max_seq_length=s.max_seq_length, top_k=s.top_k,
+                                        batch_size=s.batch_size,
+                                        ignore_identical_ids=s.ignore_identical_ids)
+    else:
+        encoder = (load_encoder(a.model, max_seq_length=s.max_seq_length) if a.model
+                   else load_encoder(a.base, depth=a.depth, strategy=a.strategy,
+                                     max_seq_length=s.max_seq_length))
+        df, timing = evaluate_model(encoder, a.benchmark_dir, top_k=s.top_k,
+                                    batch_size=s.batch_size,
+                                    ignore_identical_ids=s.ignore_identical_ids)
     for key, value in (("recipe", a.recipe), ("strategy", a.strategy), ("depth", a.depth),
                        ("seed", a.seed), ("benchmark", a.benchmark)):
         df[key] = value

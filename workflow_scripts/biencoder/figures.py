@@ -3,6 +3,7 @@
 
 CLI: python -m workflow_scripts.biencoder.figures NAME --stats-dir results/stats
         [--latency results/latency/ladder.parquet] [--budget-order R1 R2 ...] [--pair A B]
+        (learning_curves reads the curves tables of the same folder)
         --out results/figures/NAME.png [...pdf]
 """
 
@@ -17,6 +18,7 @@ matplotlib.use("Agg")  # headless: jobs run without a display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib import transforms  # noqa: E402
 
 from workflow_scripts.core import contracts  # noqa: E402
 from workflow_scripts.core.contracts import ALL, BASE  # noqa: E402
@@ -198,8 +200,84 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
     return fig
 
 
-def load_stats(stats_dir) -> dict[str, pd.DataFrame]:
-    return {n: contracts.read_stats(stats_dir, n) for n in ("ci", "seeds", "comparisons")}
+def _step_label(step: float) -> str:
+    if step == 0:
+        return "0\nbase"
+    return f"{step / 1000:g}K" if step >= 1000 and step % 100 == 0 else f"{step:g}"
+
+
+def learning_curves(stats: dict, order=()) -> plt.Figure:
+    """The metric over training steps, one row of panels per recipe with a curve, one panel
+    per benchmark plus their mean, one line per depth with its CI band; step 0 is the
+    untrained base, the last step the final model. The onset (the last step before the
+    decline, curves_onset) is marked with a triangle above its point, and its bootstrap
+    interval drawn as a bar at the top of the panel (an arrow: no onset in part of the
+    samples)."""
+    cur, onset = stats["curves"], stats["curves_onset"]
+    metric = cur["metric"].iloc[0]
+    recipes = contracts.order_recipes(cur.recipe, order)
+    benches = [b for b in cur["benchmark"].unique() if b != ALL]
+    panels = [ALL] + benches if ALL in set(cur["benchmark"]) else benches
+    fig, axes = plt.subplots(len(recipes), len(panels), squeeze=False,
+                             figsize=(max(6.5, 4.2 * len(panels)), 0.5 + 3.6 * len(recipes)))
+    strategies = sorted(cur.strategy.unique())
+    arms = sorted({(s, int(d)) for s, d in zip(cur.strategy, cur.depth, strict=True)})
+    for row, recipe in zip(axes, recipes, strict=True):
+        for ax, bench in zip(row, panels, strict=True):
+            steps = sorted(cur[cur.recipe == recipe].step.unique())
+            for k, (strategy, depth) in enumerate(arms):
+                color = f"C{k}"
+                sel = ((cur.recipe == recipe) & (cur.strategy == strategy)
+                       & (cur.depth == depth) & (cur.benchmark == bench))
+                c = cur[sel].sort_values("step")
+                if c.empty:
+                    continue
+                o = onset[(onset.recipe == recipe) & (onset.strategy == strategy)
+                          & (onset.depth == depth) & (onset.benchmark == bench)]
+                o = o.iloc[0] if len(o) else None
+                label = f"L{depth}" + (f" ({strategy})" if len(strategies) > 1 else "")
+                if o is not None:
+                    label += (f", onset {_step_label(o.onset_step)}"
+                              if np.isfinite(o.onset_step) else ", no onset")
+                ax.plot(c.step, c.estimate, "o-", color=color, ms=3.5, label=label)
+                ax.fill_between(c.step, c.ci_low, c.ci_high, color=color, alpha=0.2, lw=0)
+                if o is None:
+                    continue
+                if np.isfinite(o.onset_step):
+                    y = c.set_index("step").loc[o.onset_step, "estimate"]
+                    above = transforms.offset_copy(ax.transData, fig=fig, y=9, units="points")
+                    ax.plot([o.onset_step], [y], "v", color=color, ms=9, transform=above)
+                lo, hi = o.onset_ci_low, o.onset_ci_high
+                y_bar = 0.96 - 0.05 * k
+                trans = ax.get_xaxis_transform()
+                if np.isfinite(lo):  # the interval over the grid; an arrow: "none" beyond
+                    end = hi if np.isfinite(hi) else steps[-1]
+                    ax.plot([lo, end], [y_bar, y_bar], "|-", color=color, lw=2, ms=8,
+                            transform=trans)
+                    if not np.isfinite(hi):
+                        ax.plot([end], [y_bar], ">", color=color, ms=6, transform=trans)
+            y0, y1 = ax.get_ylim()  # headroom for the onset bars at the top
+            ax.set_ylim(y0, y1 + 0.06 * (len(arms) + 1) * (y1 - y0))
+            ax.set_xticks(steps, [_step_label(x) for x in steps], fontsize=7)
+            ax.set_title(f"{recipe}: " + ("all benchmarks (mean)" if bench == ALL else bench),
+                         fontsize=10)
+            ax.set_xlabel("training step")
+            ax.set_ylabel(metric)
+            ax.grid(alpha=0.3)
+        row[0].legend(fontsize=7, loc="lower right", framealpha=0.85)  # this row's onsets
+    eps = onset["epsilon"].iloc[0] if len(onset) else float("nan")
+    level = contracts.ci_level(onset) if len(onset) else ""
+    fig.text(0.5, 0.01, f"bands: {contracts.ci_caption(cur)}; ▼ onset: the last step before "
+             f"the mean falls more than ε = {eps:g} below its running best; bars at the top: "
+             f"its {level} Multi-Bootstrap interval (arrow: no onset in part of the samples)",
+             ha="center", va="bottom", fontsize=7, wrap=True)
+    fig.suptitle(f"Learning curves of {metric} (step 0: the untrained base)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return fig
+
+
+def load_stats(stats_dir, names=("ci", "seeds", "comparisons")) -> dict[str, pd.DataFrame]:
+    return {n: contracts.read_stats(stats_dir, n) for n in names}
 
 
 def save(fig: plt.Figure, outs) -> None:
@@ -213,14 +291,15 @@ def save(fig: plt.Figure, outs) -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Draw one figure of the study.")
     ap.add_argument("name", choices=["depth_vs_budget", "per_benchmark_degradation",
-                                     "seed_variance", "pareto"])
+                                     "seed_variance", "pareto", "learning_curves"])
     ap.add_argument("--stats-dir", required=True)
     ap.add_argument("--latency", help="canonical latency ladder parquet (pareto)")
     ap.add_argument("--budget-order", nargs="*", default=[], help="recipes, smallest budget first")
     ap.add_argument("--pair", nargs=2, help="recipes A B of per_benchmark_degradation (B - A)")
     ap.add_argument("--out", nargs="+", required=True)
     a = ap.parse_args(argv)
-    stats = load_stats(a.stats_dir)
+    stats = load_stats(a.stats_dir, ("curves", "curves_onset") if a.name == "learning_curves"
+                       else ("ci", "seeds", "comparisons"))
     order = list(a.budget_order)
     if a.name == "pareto":
         if not a.latency:

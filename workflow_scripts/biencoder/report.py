@@ -8,7 +8,7 @@ CLI: python -m workflow_scripts.biencoder.report --stats-dir results/stats
          --latency-ladder results/latency/ladder.parquet
          [--latency-coherence results/latency/coherence.json]]
         [--usage results/usage.parquet] [--cards data/.../DATACARD.md ...]
-        [--extra results/ladder/summary.md ...] [--claims results/claims.md] \
+        [--extra results/ladder/summary.md ...] [--claims results/claims.md] [--curves] \
         --out results/RESULTS.md
 """
 
@@ -180,6 +180,60 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame,
     return "\n".join(out)
 
 
+def _step(x) -> str:
+    """A step of the grid; NaN (no onset) and +inf (an interval bound beyond the grid: no
+    onset in that share of the samples) read "none"."""
+    return "none" if x is None or math.isnan(x) or math.isinf(x) else f"{x:g}"
+
+
+def curves_section(cur: pd.DataFrame, change: pd.DataFrame, onset: pd.DataFrame) -> str:
+    """The learning curves (results/stats/curves*.parquet): per recipe the mean across
+    benchmarks at every step with its interval, then per curve and benchmark the onset of
+    the decline with its bootstrap interval and the change from the best step to the last."""
+    metric = cur["metric"].iloc[0]
+    bench = ALL if ALL in set(cur.benchmark) else cur.benchmark.iloc[0]
+    where = "the mean of benchmarks" if bench == ALL else bench
+    out = [f"## Learning curves of {metric}\n\n"
+           f"Each recipe with `eval_steps`: {where} at every evaluated step with its "
+           f"{contracts.ci_caption(cur)} (step 0 is the untrained base, the last step the "
+           "final model). The **onset** is the last step before the mean first falls more "
+           f"than ε = {onset.epsilon.iloc[0]:g} (stats.onset_epsilon) below its running best: "
+           "the decline begins after it. Its interval comes from recomputing the onset in "
+           f"each of {int(onset.nboot.iloc[0])} Multi-Bootstrap samples of seeds × queries "
+           "(the same draws at every step, so each seed's steps stay paired); `none` as a bound "
+           "means no onset in that share of the samples, and P(onset) is the share of "
+           "samples with one. The change from the best step to the last is paired by seed; "
+           "since the best step is picked on the same data, it leans negative.\n"]
+    for recipe in cur.recipe.unique():
+        c = cur[(cur.recipe == recipe) & (cur.benchmark == bench)]
+        c = c.assign(cell=[interval(r.estimate, r.ci_low, r.ci_high) for r in c.itertuples()])
+        wide = c.pivot_table(index=["strategy", "depth"], columns="step", values="cell",
+                             aggfunc="first")
+        wide.columns = [f"step {_step(x)}" + (" (base)" if x == 0 else "")
+                        for x in wide.columns]
+        out.append(f"### {recipe}\n\n{md_table(wide.reset_index())}\n")
+    keys = ["recipe", "strategy", "depth", "benchmark"]
+    t = onset[[*keys, "best_step", "onset_step", "onset_ci_low", "onset_ci_high",
+               "p_onset"]].merge(change[[*keys, "step_a", "step_b", "estimate", "ci_low",
+                                         "ci_high", "p_value"]], on=keys)
+    rows = pd.DataFrame({
+        **{k: t[k] for k in keys},
+        "best step": [_step(x) for x in t.best_step],
+        "onset (decline after)": [_step(x) for x in t.onset_step],
+        f"onset {contracts.ci_level(onset)} interval": [
+            f"[{_step(lo)}, {_step(hi)}]" for lo, hi in zip(t.onset_ci_low, t.onset_ci_high,
+                                                           strict=True)],
+        "P(onset)": t.p_onset,
+        "best → last step": [f"{int(a)} → {int(b)}" for a, b in zip(t.step_a, t.step_b,
+                                                                    strict=True)],
+        f"change [{contracts.ci_caption(change)}]": [
+            interval(r.estimate, r.ci_low, r.ci_high) for r in t.itertuples()],
+        "p": [p_fmt(p) for p in t.p_value],
+    })
+    out.append("### Onset of the decline and best → last\n\n" + md_table(rows, 3) + "\n")
+    return "\n".join(out)
+
+
 def _latency_setup(summary: pd.DataFrame) -> str:
     """'batch 8 x 32 tokens, cpu (AMD EPYC), 1 thread, float32' from the summary's columns."""
     first = summary.iloc[0]
@@ -282,10 +336,12 @@ def read_fit(coherence_json) -> dict | None:
 
 
 def build(stats_dir, latency_summary=None, latency_ladder=None, latency_coherence=None,
-          usage=None, cards=(), extras=(), title="depthlab results", claims=None) -> str:
+          usage=None, cards=(), extras=(), title="depthlab results", claims=None,
+          curves=False) -> str:
     """RESULTS.md from the artifacts' paths; the latency section needs the summary and the
     ladder (the coherence document is optional: without it the fit is computed here). The
-    claims section (results/claims.md), when given, comes first."""
+    claims section (results/claims.md), when given, comes first; `curves`: the learning
+    curves' tables are in stats_dir too."""
     if (latency_summary is None) != (latency_ladder is None):
         raise ValueError("the latency section needs both the latency summary and the ladder")
     if latency_coherence and latency_summary is None:
@@ -299,6 +355,9 @@ def build(stats_dir, latency_summary=None, latency_ladder=None, latency_coherenc
              ci_section(tables["ci"]), comparison_section(tables["comparisons"]),
              variance_section(tables["variance"], tables["seeds_needed"], tables["agreement"],
                               level)]
+    if curves:
+        parts.append(curves_section(*(contracts.read_stats(stats_dir, n) for n in
+                                      ("curves", "curves_change", "curves_onset"))))
     if latency_summary:
         fit = read_fit(latency_coherence) if latency_coherence else None
         parts.append(latency_section(pd.read_parquet(latency_summary),
@@ -327,11 +386,13 @@ def main(argv=None) -> None:
     ap.add_argument("--cards", nargs="*", default=[])
     ap.add_argument("--extra", nargs="*", default=[], help="markdown fragments to append")
     ap.add_argument("--claims", help="results/claims.md: the claims section, first")
+    ap.add_argument("--curves", action="store_true",
+                    help="add the learning curves (curves*.parquet in the stats folder)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     try:
         text = build(a.stats_dir, a.latency_summary, a.latency_ladder, a.latency_coherence,
-                     a.usage, a.cards, a.extra, claims=a.claims)
+                     a.usage, a.cards, a.extra, claims=a.claims, curves=a.curves)
     except ValueError as e:  # an inconsistent set of inputs
         ap.error(str(e))
     contracts.write_text(a.out, text)

@@ -6,7 +6,7 @@ would be a false in-batch negative). The final model is saved as safetensors.
 
 CLI: python -m workflow_scripts.biencoder.train --base SPEC --strategy top --depth 3 --seed 42 \
         --settings-json '{...}' --triples data/train/X.parquet --out checkpoints/... \
-        [--checkpoint-every N]
+        [--checkpoint-every N] [--eval-steps N ...]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -104,12 +105,49 @@ def _log_last_step():
     return LogLastStep()
 
 
-def checkpoint_problem(ckpt: Path) -> str:
-    """Why a trainer checkpoint cannot be resumed from ('' when it can)."""
+def snapshot_steps(eval_steps, steps: int) -> list[int]:
+    """The learning curve's steps that get a snapshot: all but the last step, whose point is
+    the final model itself."""
+    return [int(n) for n in eval_steps if int(n) < steps]
+
+
+def _snapshots(model, stage_dir: Path, steps: list[int]):
+    """A trainer callback that saves the model's weights (a sentence-transformers folder,
+    safetensors, no optimizer state) at each of `steps`, atomically, into stage_dir/stepN.
+    on_step_end runs after the optimizer step and before that step's checkpoint is saved, so
+    a checkpoint at step K implies every snapshot up to K."""
+    from transformers import TrainerCallback
+
+    wanted = set(steps)
+
+    class Snapshots(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step in wanted:
+                with contracts.atomic_dir(stage_dir / f"step{state.global_step}") as tmp:
+                    model.save(str(tmp), safe_serialization=True, create_model_card=False)
+            return control
+
+    return Snapshots()
+
+
+def missing_snapshots(stage_dir: Path, steps: list[int], resume: Path | None) -> list[int]:
+    """Snapshot steps a resume from `resume` would not write again and that are not there
+    (a trainer state left by a run with other eval_steps): such a resume cannot give them."""
+    if resume is None:
+        return []
+    done = int(resume.name.split("-")[1])
+    return [n for n in steps if n <= done and checkpoint_problem(stage_dir / f"step{n}",
+                                                                 state=False)]
+
+
+def checkpoint_problem(ckpt: Path, state: bool = True) -> str:
+    """Why a trainer checkpoint (state=False: a weights folder) cannot be resumed from or
+    loaded ('' when it can)."""
     from safetensors import SafetensorError, safe_open
 
     try:
-        json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
+        if state:
+            json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         return f"trainer_state.json unreadable ({e.__class__.__name__})"
     weights = sorted(ckpt.rglob("*.safetensors"))
@@ -126,13 +164,17 @@ def checkpoint_problem(ckpt: Path) -> str:
 
 def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, triples,
           out_dir, threads: int = 1, checkpoint_every: int = 0, state_dir=None,
-          callbacks=()) -> dict:
+          eval_steps=(), callbacks=()) -> dict:
     """Train and save the model to `out_dir` (atomically); return a training summary.
 
     With checkpoint_every = K > 0 the trainer state is saved every K steps in `state_dir`
     (default: OUT_DIR.trainer, the last 2 kept); a rerun after a crash resumes from the
     newest complete one, and the state is removed once the model is saved. Checkpointing
-    does not change the model. `callbacks`: extra transformers TrainerCallbacks."""
+    does not change the model. `eval_steps`: the learning curve's steps; each one before
+    the last gets a snapshot of the weights in OUT_DIR/steps/stepN (written to the state
+    folder during training, so a resumed run keeps those it made, and moved with the model;
+    OUT_DIR/steps exists, empty, without them). Snapshots do not change the model either.
+    `callbacks`: extra transformers TrainerCallbacks."""
     import torch
     from datasets import Dataset
     from sentence_transformers import (
@@ -162,6 +204,13 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     every = int(checkpoint_every)
     state_dir = Path(state_dir or f"{Path(out_dir)}.trainer")
     resume = last_checkpoint(state_dir) if every else None
+    snaps, stage_dir = snapshot_steps(eval_steps, steps), state_dir / "snapshots"
+    lost = missing_snapshots(stage_dir, snaps, resume)
+    if lost:
+        print(f"{resume} is past snapshot step(s) {', '.join(map(str, lost))} that "
+              f"{stage_dir} lacks: training from the start", flush=True)
+        shutil.rmtree(state_dir)
+        resume = None
     t0 = time.perf_counter()
     args = SentenceTransformerTrainingArguments(
         output_dir=str(state_dir),
@@ -184,7 +233,9 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
                                          loss=loss,
-                                         callbacks=[_log_last_step(), *callbacks])
+                                         callbacks=[_log_last_step(),
+                                                    _snapshots(model, stage_dir, snaps),
+                                                    *callbacks])
     if resume:
         print(f"resuming from {resume}", flush=True)
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
@@ -193,7 +244,7 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     summary = {
         "base": base, "strategy": strategy, "depth": depth, "seed": seed,
         "settings": dataclasses.asdict(settings), "device": device, "threads": threads,
-        "steps": steps, "train_seconds": round(seconds, 3),
+        "steps": steps, "snapshot_steps": snaps, "train_seconds": round(seconds, 3),
         "resumed_from": str(resume) if resume else None,
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
         # The trainer's own training_loss covers only this process's steps (after a resume,
@@ -206,6 +257,9 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     with contracts.atomic_dir(out_dir) as tmp:
         model.save(str(tmp), safe_serialization=True)
         (tmp / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (tmp / "steps").mkdir()
+        for n in snaps:
+            os.replace(stage_dir / f"step{n}", tmp / "steps" / f"step{n}")
     shutil.rmtree(state_dir, ignore_errors=True)
     return summary
 
@@ -223,13 +277,17 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--checkpoint-every", type=int, default=0,
                     help="save resumable trainer state every N steps (0: never)")
+    ap.add_argument("--eval-steps", nargs="*", type=int, default=[],
+                    help="learning-curve steps: a weights snapshot in OUT/steps/stepN at each "
+                         "one before the last step")
     ap.add_argument("--out", required=True)
     ap.add_argument("--state-dir", help="resumable trainer state (default: OUT.trainer)")
     a = ap.parse_args(argv)
     summary = train(base=a.base, strategy=a.strategy, depth=a.depth, seed=a.seed,
                     settings=Train.from_json(a.settings_json), triples=a.triples,
                     out_dir=Path(a.out), threads=a.threads,
-                    checkpoint_every=a.checkpoint_every, state_dir=a.state_dir)
+                    checkpoint_every=a.checkpoint_every, state_dir=a.state_dir,
+                    eval_steps=a.eval_steps)
     print(f"{a.out}: {summary['steps']} steps in {summary['train_seconds']:.1f} s, "
           f"final loss {summary['final_loss']:.4f}")
 

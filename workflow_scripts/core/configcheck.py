@@ -56,7 +56,7 @@ def cross_errors(config: dict) -> list[str]:
     msgs += claim_errors(config)
     if "recipes" not in config:
         return msgs
-    msgs += depth_errors(config)
+    msgs += depth_errors(config) + eval_step_errors(config["recipes"])
     datasets = config["datasets"]
     roles = [("train_data", config["train_data"], "train")] + [
         (f"benchmarks[{i}]", b, "benchmark") for i, b in enumerate(config["benchmarks"])]
@@ -98,6 +98,21 @@ def depth_errors(config: dict) -> list[str]:
         return [f"config key base_model: {spec} ({path}): {e}"]
     return [f"config key depths[{i}]: {d} is more than the {n_layers} layers of base_model "
             f"{spec} ({path})" for i, d in enumerate(config["depths"]) if d > n_layers]
+
+
+def eval_step_errors(recipes: dict) -> list[str]:
+    """A learning curve's steps must increase strictly and lie within the recipe's steps."""
+    msgs = []
+    for name, recipe in recipes.items():
+        grid = recipe.get("eval_steps", [])
+        for i, step in enumerate(grid):
+            key = f"config key recipes.{name}.eval_steps[{i}]"
+            if i and step <= grid[i - 1]:
+                msgs.append(f"{key}: {step} does not follow {grid[i - 1]}; the steps must "
+                            "increase strictly")
+            elif step > recipe["steps"]:
+                msgs.append(f"{key}: {step} is beyond the recipe's {recipe['steps']} steps")
+    return msgs
 
 
 def claim_errors(config: dict) -> list[str]:

@@ -47,6 +47,20 @@ STATS_TABLES = {
     "agreement": ("metric", "recipe", "strategy", "depth", "benchmark", "seed_a", "seed_b",
                   "top1_agreement", "spearman"),
 }
+# results/stats/curves*.parquet: the learning curves (biencoder/curves.py); `step` 0 is the
+# untrained base, the last step the final model; an onset of NaN is "no onset", +inf an
+# interval bound beyond the grid (no onset in that share of the samples).
+CURVE_TABLES = {
+    "curves": ("metric", "recipe", "strategy", "depth", "benchmark", "step", "point",
+               "n_seeds", "n_queries", "seed_std", *_INTERVAL),
+    "curves_change": ("metric", "recipe", "strategy", "depth", "benchmark", "step_a", "step_b",
+                      *_INTERVAL, "alternative", "threshold"),
+    "curves_onset": ("metric", "recipe", "strategy", "depth", "benchmark", "epsilon",
+                     "best_step", "onset_step", "detected_step", "onset_ci_low",
+                     "onset_ci_high", "p_onset", "interval", "resample", "ci", "nboot"),
+    "curves_onset_dist": ("metric", "recipe", "strategy", "depth", "benchmark", "onset_step",
+                          "share"),
+}
 # results/usage.parquet: Snakemake's benchmark of every job, summed per rule.
 USAGE_COLUMNS = ("rule", "jobs", "seconds_total", "seconds_max", "max_rss_mb", "cpu_seconds")
 
@@ -264,7 +278,7 @@ def read_stats(stats_dir, name: str) -> pd.DataFrame:
     path = Path(stats_dir) / f"{name}.parquet"
     df = pd.read_parquet(path)
     if len(df):
-        check_columns(df, STATS_TABLES[name], path)
+        check_columns(df, {**STATS_TABLES, **CURVE_TABLES}[name], path)
     return df
 
 

@@ -32,8 +32,9 @@ SCHEMA_FILES = {"": ROOT / "config/schema.yaml", "ladder": ROOT / "config/ladder
 # checkpointing, figure formats). Rules pass them as wildcards or plain arguments.
 WORKFLOW_KEYS = frozenset({
     "base_model", "depths", "strategies", "train_data", "benchmarks", "recipes.*.seeds",
-    "recipes.*.checkpoint_every", "datasets.*.source", "datasets.*.url", "datasets.*.md5",
-    "datasets.*.expect_lines", "latency.runs", "latency.threads", "figures.budget_pair",
+    "recipes.*.checkpoint_every", "recipes.*.eval_steps", "datasets.*.source",
+    "datasets.*.url", "datasets.*.md5", "datasets.*.expect_lines", "latency.runs",
+    "latency.threads", "figures.budget_pair",
     "figures.formats", "ladder.dataset.name", "ladder.dataset.url", "ladder.dataset.md5",
     "ladder.configs", "ladder.methods", "ladder.seeds", "ladder.batch_seeds",
     "ladder.crosscheck",
@@ -207,6 +208,8 @@ LatencyProfile = stage("LatencyProfile", "latency",
 LatencySummary = stage("LatencySummary", "latency", "nboot ci seed")
 Stats = stage("Stats", "stats", "metric interval nboot ci seed equivalence_epsilon "
               "target_half_width detect_delta")
+Curves = stage("Curves", "stats", "metric interval nboot ci seed onset_epsilon",
+               "The learning curves' statistics (biencoder/curves.py).")
 LadderData = stage("LadderData", "ladder.dataset", "n_train n_test split_seed")
 LadderTrain = stage("LadderTrain", "ladder.train", "epochs batch_size lr weight_decay device")
 LadderStats = stage("LadderStats", "ladder.stats", "interval nboot ci seed")
@@ -220,5 +223,5 @@ Claims = stage("Claims", "stats", "interval nboot ci seed",
 
 STAGES: tuple[type[Settings], ...] = (
     Train, Evaluate, DocstringBenchmark, DocstringTriples, LatencyProfile, LatencySummary,
-    Stats, LadderData, LadderTrain, LadderStats, Claims,
+    Stats, Curves, LadderData, LadderTrain, LadderStats, Claims,
 )
