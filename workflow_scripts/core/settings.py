@@ -204,7 +204,14 @@ LatencyProfile = stage("LatencyProfile", "latency",
                        "batch_size seq_len warmup_calls warmup_max_calls warmup_window "
                        "warmup_tolerance rounds calls_per_round discard_calls encode_calls "
                        "dtype seed")
-LatencySummary = stage("LatencySummary", "latency", "nboot ci seed")
+LatencySummary = stage("LatencySummary", "latency", "nboot ci seed reference_depth",
+                       "The runs' analysis: bootstrap, reference depth and the coherence "
+                       "checks' limits (latency.checks.*).",
+                       **{k: f"latency.checks.{k}" for k in (
+                           "intercept_floor", "max_residual", "max_slope_ratio",
+                           "max_loo_error", "timer_slack", "max_timer_ratio_spread",
+                           "max_residual_iqr", "max_q_half_width", "max_q_run_deviation",
+                           "max_drift_range", "max_iqr_ratio", "max_run_deviation")})
 Stats = stage("Stats", "stats", "metric interval nboot ci seed equivalence_epsilon "
               "target_half_width detect_delta")
 LadderData = stage("LadderData", "ladder.dataset", "n_train n_test split_seed")
