@@ -210,7 +210,8 @@ LatencySummary = stage("LatencySummary", "latency", "nboot ci seed reference_dep
                        **{k: f"latency.checks.{k}" for k in (
                            "intercept_floor", "max_residual", "max_slope_ratio",
                            "max_loo_error", "timer_slack", "max_timer_ratio_spread",
-                           "max_residual_iqr", "max_q_half_width", "max_q_run_deviation",
+                           "max_residual_iqr", "max_q_half_width", "split_half_tolerance",
+                           "max_q_run_deviation",
                            "max_drift_range", "max_iqr_ratio", "max_run_deviation")})
 Stats = stage("Stats", "stats", "metric interval nboot ci seed equivalence_epsilon "
               "target_half_width detect_delta")
