@@ -92,8 +92,9 @@ def main() -> None:
             LatencyProfile.from_json("{}"), warmup_calls=20, warmup_window=0, rounds=5,
             calls_per_round=10, discard_calls=1, encode_calls=0)
         df = latency_protocol.profile(calls, batch, protocol, run=0, device=device)
-        print(latency_summary.summarize(df, LatencySummary.from_json("{}"))
-              .to_string(index=False))
+        summary = latency_summary.summarize(df, LatencySummary.from_json("{}"))
+        print(summary[["depth", "p50_ms", "iqr_ms", "q", "q_ci_low", "q_ci_high",
+                       "resid_iqr", "drift_range", "switch_cost_first"]].to_string(index=False))
 
 
 if __name__ == "__main__":

@@ -509,3 +509,21 @@ def test_cli_settings_come_from_the_json_only(tmp_path, capsys):
                       "--run", "0", "--threads", "1", "--out", "o.parquet",
                       "--settings-json", '{"batch_size": 0}'])
     assert "batch_size" in capsys.readouterr().err
+
+
+def test_a_reference_depth_outside_the_depths_is_a_config_error():
+    import yaml
+    from conftest import ROOT
+
+    from workflow_scripts.core.configcheck import check_config
+
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    cfg["latency"]["reference_depth"] = 4
+    with pytest.raises(ValueError, match=r"config key latency.reference_depth: 4 is not one "
+                                         r"of depths \[1, 2, 3\]"):
+        check_config(cfg)
+    df = synthetic_run(0, GOOD)
+    rows = summarize(df, reference_depth=2).set_index("depth")
+    assert rows.q.to_numpy() == pytest.approx([12 / 22, 1, 32 / 22], rel=0.01)
+    with pytest.raises(ValueError, match="latency.reference_depth: 4 is not one of"):
+        summarize(df, reference_depth=4)

@@ -22,7 +22,8 @@ call alike), so a machine that runs slower at times does not fail them:
                   per thread), and wall/reference varies by at most 1.5x across depths
   relative_stable the fit's residual IQR <= 0.10 (log units), every Q's CI half-width
                   <= 5% of Q, the two halves of the run (by time) agree on every Q (their
-                  CIs overlap, or they are within 2% of each other), and every Q within 5% of the runs' reference Q (see `verdicts`)
+                  CIs overlap, or they are within 2% of each other), and every Q within
+                  5% of the runs' reference Q (see `verdicts`)
 
 and one check that does not gate, since a shared or virtual machine fails it for reasons
 that leave the relative ladder intact:

@@ -86,18 +86,27 @@ def _interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray
 
 def relative_ladder(t: np.ndarray, ref: int, *, nboot: int, level: float, seed: int) -> dict:
     """Q per depth with its CI, the CI of each paired increment log(Q[i+1] / Q[i]), and the
-    spread of the fit's residuals (IQR of e, in log units: about a relative spread)."""
+    per-call spread of the fit's residuals (`paired_resid_iqr`, log units: about a
+    relative spread)."""
     f = fit(t, ref)
     boot = bootstrap_log_q(t, ref, nboot=nboot, seed=seed)
     lo, hi = _interval(boot, level)
     step_lo, step_hi = _interval(np.diff(boot, axis=1), level)
-    q = np.exp(f["log_q"])
-    others = np.delete(f["resid"], ref, axis=1) if t.shape[1] > 1 else f["resid"]
-    return {"q": q, "q_ci_low": np.exp(lo), "q_ci_high": np.exp(hi),
+    return {"q": np.exp(f["log_q"]), "q_ci_low": np.exp(lo), "q_ci_high": np.exp(hi),
             "step": np.diff(f["log_q"]), "step_ci_low": step_lo, "step_ci_high": step_hi,
-            "resid_iqr": float(np.subtract(*np.quantile(f["resid"], [0.75, 0.25]))),
-            "alpha": f["alpha"], "resid": f["resid"], "resid_other_iqr":
-            float(np.subtract(*np.quantile(others, [0.75, 0.25])))}
+            "resid_iqr": paired_resid_iqr(f["resid"], ref), "alpha": f["alpha"],
+            "resid": f["resid"]}
+
+
+def paired_resid_iqr(resid: np.ndarray, ref: int) -> float:
+    """The noise of one call left after the round's speed is taken out: the IQR of
+    e[r, d] - e[r, ref] over rounds and the other depths, over sqrt(2) (two calls). Not the
+    plain IQR of e: median polish sets one residual per round to 0 when D is odd, which
+    would hide a third of the noise at 3 depths."""
+    if resid.shape[1] < 2:
+        return 0.0
+    paired = np.delete(resid, ref, axis=1) - resid[:, [ref]]
+    return float(np.subtract(*np.quantile(paired, [0.75, 0.25])) / np.sqrt(2))
 
 
 def halves(t: np.ndarray, ref: int, *, nboot: int, level: float, seed: int) -> list[dict]:
