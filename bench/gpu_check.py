@@ -89,11 +89,12 @@ def main() -> None:
             models[depths[0]].tokenizer, a.batch_size, a.seq_len).items()}
         calls = {n: (lambda b, m=m: m(dict(b))) for n, m in models.items()}
         protocol = dataclasses.replace(
-            LatencyProfile.from_json("{}"), warmup_calls=20, warmup_window=0, rounds=5,
-            calls_per_round=10, discard_calls=1, encode_calls=0)
+            LatencyProfile.from_json("{}"), warmup_calls=20, warmup_window=0, rounds=48,
+            calls_per_round=1, discard_calls=1, encode_calls=0)
         df = latency_protocol.profile(calls, batch, protocol, run=0, device=device)
-        print(latency_summary.summarize(df, LatencySummary.from_json("{}"))
-              .to_string(index=False))
+        summary = latency_summary.summarize(df, LatencySummary.from_json("{}"))
+        print(summary[["depth", "p50_ms", "iqr_ms", "q", "q_ci_low", "q_ci_high",
+                       "resid_iqr", "drift_range", "switch_cost_first"]].to_string(index=False))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ Side by side in one process, in alternating blocks (so that a change in the mach
 hits both alike), the same model calls on the same pre-tokenized batch:
 
   bare     for _ in range(n): call(batch)                 (inference mode, one timer)
-  harness  latency_protocol.profile_protocol(...) with n timed calls (per-call wall + CPU timers,
-           seeded round order, rows collected into a DataFrame)
+  harness  latency_protocol.profile_protocol(...) with n timed calls as the default protocol
+           makes them: n rounds of one call (balanced orders, per-call start, wall and CPU
+           timers, position after the switch, rows collected into a DataFrame)
 
 and prints, per depth, the median over block pairs of
   harness wall / bare wall - 1        the harness's cost per call (goal: under 2%)
@@ -48,9 +49,8 @@ def harness(call, batch, n: int, seed: int):
     from workflow_scripts.biencoder import latency_protocol
     from workflow_scripts.core.settings import LatencyProfile
 
-    rounds = max(2, n // 5)
     settings = dataclasses.replace(
-        LatencyProfile.from_json("{}"), rounds=rounds, calls_per_round=n // rounds, seed=seed,
+        LatencyProfile.from_json("{}"), rounds=n, calls_per_round=1, seed=seed,
         warmup_calls=0, warmup_window=0, discard_calls=0, encode_calls=0)
     t0 = time.perf_counter()
     df, _ = latency_protocol.profile_protocol({1: call}, batch, settings, run=0, device="cpu")
@@ -58,7 +58,6 @@ def harness(call, batch, n: int, seed: int):
 
 
 def compare(call, batch, calls: int, blocks: int) -> dict:
-    calls -= calls % max(2, calls // 5)  # whole rounds
     bare(call, batch, calls)  # warm-up
     ratios, recorded = [], []
     for b in range(blocks):

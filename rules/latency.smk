@@ -1,8 +1,9 @@
 # Latency: all depths in one process per run; each run is its own job. A run takes every
 # core (threads=all_cores()) so that no other job of this workflow runs beside it; torch
 # itself uses latency.threads of them (default 1: see config/README.md).
-# latency_summary checks every run's ladder for physical coherence and writes the
-# canonical ladder (median over the coherent runs) that the Pareto figure and the report use.
+# latency_summary fits every run's relative ladder (drift-free), checks it for physical
+# coherence and writes the canonical ladder (median over the coherent runs) that the Pareto
+# figure, the report and the latency claims use.
 
 
 rule latency_run:

@@ -305,7 +305,8 @@ def latency_calls(slope=0.3, base=10.0, depths=(1, 2, 3), runs=3, rounds=8, call
         for k in range(rounds):
             for d in depths:
                 for _ in range(calls):
-                    rows.append({"run": r, "depth": d, "round": k, "batch_size": 8,
+                    rows.append({"run": r, "depth": d, "round": k, "position": 0,
+                                 "timed": True, "start_s": float(k), "batch_size": 8,
                                  "seq_len": 64, "device": "cpu", "event_seconds": math.nan,
                                  "seconds": (base + slope * d) * 1e-3
                                  * (1 + 0.02 * rng.standard_normal())})

@@ -27,21 +27,44 @@ def r_squared(depths, p50) -> float:
     return c.linear_fit(depths, p50)[2]
 
 
-def run(depths, p50, *, run_id=0, rel_ci=0.005, rel_iqr=0.03, **extra) -> dict:
-    p50 = np.asarray(p50, float)
-    return {"run": run_id, "depths": np.asarray(depths, float), "p50": p50,
-            "ci_low": p50 * (1 - rel_ci), "ci_high": p50 * (1 + rel_ci),
-            "iqr": p50 * rel_iqr, **extra}
+def run(depths, q, *, run_id=0, rel_ci=0.005, rel_iqr=0.03, resid_iqr=0.02, drift=0.02,
+        halves=None, ms=10.0, **extra) -> dict:
+    """A run record as latency_summary gives it: the relative ladder `q` with CIs of
+    +-rel_ci, paired increments' CIs, both halves (`halves`: their Q, default q), raw p50
+    = q * ms milliseconds with IQR rel_iqr of it."""
+    q = np.asarray(q, float)
+    q1, q2 = (q, q) if halves is None else (np.asarray(h, float) for h in halves)
+    step = np.diff(np.log(q))
+    return {"run": run_id, "depths": np.asarray(depths, float), "q": q,
+            "q_ci_low": q * (1 - rel_ci), "q_ci_high": q * (1 + rel_ci),
+            "step_ci_low": step - 2 * rel_ci, "step_ci_high": step + 2 * rel_ci,
+            **{f"q{i}{k}": h * f for i, h in ((1, q1), (2, q2))
+               for k, f in (("", 1), ("_ci_low", 1 - 1.4 * rel_ci),
+                            ("_ci_high", 1 + 1.4 * rel_ci))},
+            "resid_iqr": resid_iqr, "drift_range": drift, "p50": q * ms,
+            "iqr": q * ms * rel_iqr, **extra}
 
 
 def test_a_coherent_ladder_passes_every_check():
     for depths, p50 in [(CPU_DEPTHS, cpu_ladder()), (PAPER_DEPTHS, paper_ladder()),
                         (CPU_DEPTHS[:3], cpu_ladder(CPU_DEPTHS[:3]))]:
-        checks = c.check_run(run(depths, p50))
-        assert c.failed(checks) == [], {k: v["why"] for k, v in checks.items()}
-        for name in ("monotone", "linear", "constant_slope", "leave_one_out", "stable"):
+        checks = c.check_run(run(depths, p50 / p50[0]))
+        assert c.failed(checks, c.CHECKS) == [], {k: v["why"] for k, v in checks.items()}
+        for name in ("monotone", "linear", "constant_slope", "leave_one_out",
+                     "relative_stable", "absolute_stable"):
             assert checks[name]["pass"] is True, name
         assert checks["timers_agree"]["pass"] is None  # no second timer given
+
+
+def test_the_shape_checks_are_scale_free():
+    """Q in units of any depth, or milliseconds: the same verdicts and residuals."""
+    p50 = cpu_ladder()
+    p50[0] /= 3
+    for scale in (1.0, 1 / p50[0], 1 / p50[2], 1e-3):
+        checks = c.check_run({"depths": CPU_DEPTHS, "q": p50 * scale})
+        assert c.failed(checks) == ["linear", "constant_slope", "leave_one_out"], scale
+        assert checks["linear"]["value"]["rel_residuals"] == pytest.approx(
+            c.check_run({"depths": CPU_DEPTHS, "q": p50})["linear"]["value"]["rel_residuals"])
 
 
 @pytest.mark.parametrize(("depths", "factors"), [
@@ -55,7 +78,7 @@ def test_shallow_depths_reading_low_are_flagged_although_r2_is_high(depths, fact
     for i, f in enumerate(factors):
         p50[i] /= f
     assert r_squared(depths, p50) > 0.95
-    checks = c.check_run(run(depths, p50))
+    checks = c.check_run(run(depths, p50 / p50[0]))
     bad = c.failed(checks)
     assert "linear" in bad and "leave_one_out" in bad, bad
     assert checks["linear"]["value"]["r2"] > 0.95  # reported, but not what decides
@@ -64,28 +87,31 @@ def test_shallow_depths_reading_low_are_flagged_although_r2_is_high(depths, fact
 def test_three_x_low_shallowest_point_on_the_paper_ladder_is_flagged():
     p50 = paper_ladder()
     p50[0] /= 3
-    bad = c.failed(c.check_run(run(PAPER_DEPTHS, p50)))
+    bad = c.failed(c.check_run(run(PAPER_DEPTHS, p50 / p50[0])))
     assert {"linear", "constant_slope", "leave_one_out"} <= set(bad)
 
 
 def test_a_non_monotone_ladder_is_flagged():
     p50 = cpu_ladder()
     p50[3], p50[4] = p50[4], p50[3]  # depth 5 faster than depth 4
-    checks = c.check_run(run(CPU_DEPTHS, p50))
+    checks = c.check_run(run(CPU_DEPTHS, p50 / p50[0]))
     assert checks["monotone"]["pass"] is False
     assert "does not rise from depth 4 to 5" in checks["monotone"]["why"]
 
 
-def test_overlapping_neighbour_cis_fail_monotone_even_when_p50_rises():
-    p50 = cpu_ladder(CPU_DEPTHS[:3])
-    checks = c.check_run(run(CPU_DEPTHS[:3], p50, rel_ci=0.6))
-    assert checks["monotone"]["pass"] is False and "overlap" in checks["monotone"]["why"]
+def test_a_paired_increment_whose_ci_reaches_zero_fails_monotone_even_when_q_rises():
+    q = cpu_ladder(CPU_DEPTHS[:3]) / 12.0
+    rec = run(CPU_DEPTHS[:3], q)
+    rec["step_ci_low"] = np.array([0.3, -0.01])
+    checks = c.check_run(rec)
+    assert checks["monotone"]["pass"] is False
+    assert "increment from depth 2 to 3 reaches -1.0%" in checks["monotone"]["why"]
     assert checks["linear"]["pass"] is True
 
 
 def test_a_ladder_with_a_kink_fails_constant_slope():
     p50 = np.array([12.0, 22.0, 32.0, 52.0, 72.0, 92.0])  # slope 10, then 20 ms/layer
-    checks = c.check_run(run(CPU_DEPTHS, p50))
+    checks = c.check_run(run(CPU_DEPTHS, p50 / 12))
     assert checks["constant_slope"]["pass"] is False
     assert checks["constant_slope"]["value"]["ratio"] == pytest.approx(2.0)
 
@@ -94,80 +120,120 @@ def test_uneven_depth_spacing_uses_per_layer_increments():
     depths = np.array([1.0, 2.0, 4.0, 8.0])
     checks = c.check_run(run(depths, cpu_ladder(depths)))
     assert checks["constant_slope"]["pass"] is True
-    assert checks["constant_slope"]["value"]["increments_ms"] == pytest.approx([10, 10, 10])
+    assert checks["constant_slope"]["value"]["increments"] == pytest.approx([10, 10, 10])
 
 
 def test_few_depths_mark_checks_not_applicable_instead_of_failing():
-    two = c.check_run(run([1, 2], [12.0, 22.0]))
+    two = c.check_run(run([1, 2], [1.0, 22 / 12]))
     assert two["monotone"]["pass"] is True and two["linear"]["pass"] is True
     assert two["constant_slope"]["pass"] is None and two["leave_one_out"]["pass"] is None
     assert c.failed(two) == []
     # With 2 depths the fit is exact, but the intercept floor still bites.
-    assert c.failed(c.check_run(run([1, 2], [4.0, 22.0]))) == ["linear"]
-    one = c.check_run(run([3], [40.0]))
+    assert c.failed(c.check_run(run([1, 2], [1.0, 5.5]))) == ["linear"]
+    one = c.check_run(run([3], [1.0]))
     assert c.failed(one) == [] and one["monotone"]["pass"] is None
+    with pytest.raises(ValueError, match="increasing"):
+        c.check_run(run([2, 1], [1.0, 2.0]))
 
 
 def test_timers_disagreeing_are_flagged():
     p50 = paper_ladder()
-    good = c.check_run(run(PAPER_DEPTHS, p50, timer_kind="cuda_event", timer_wall=p50,
+    q = p50 / p50[0]
+    good = c.check_run(run(PAPER_DEPTHS, q, timer_kind="cuda_event", timer_wall=p50,
                            timer_reference=p50 * 0.97))
     assert good["timers_agree"]["pass"] is True
     # Wall below the event time: the timed region missed part of the work.
-    low = c.check_run(run(PAPER_DEPTHS, p50, timer_kind="cuda_event", timer_wall=p50,
+    low = c.check_run(run(PAPER_DEPTHS, q, timer_kind="cuda_event", timer_wall=p50,
                           timer_reference=p50 * 1.3))
     assert low["timers_agree"]["pass"] is False and "below" in low["timers_agree"]["why"]
     # Wall/event drifting with depth: e.g. host overhead hidden for the shallow models.
     ref = p50 / np.array([2.0, 1.5, 1.1, 1.0])
-    drift = c.check_run(run(PAPER_DEPTHS, p50, timer_kind="cuda_event", timer_wall=p50,
+    drift = c.check_run(run(PAPER_DEPTHS, q, timer_kind="cuda_event", timer_wall=p50,
                             timer_reference=ref))
     assert drift["timers_agree"]["pass"] is False
     assert drift["timers_agree"]["value"]["spread"] == pytest.approx(2.0)
 
 
-def test_noisy_run_fails_stable():
-    checks = c.check_run(run(CPU_DEPTHS, cpu_ladder(), rel_iqr=0.12))
-    assert c.failed(checks) == ["stable"]
-    assert checks["stable"]["value"]["max_iqr_over_median"] == pytest.approx(0.12)
+def test_noisy_raw_calls_fail_absolute_stable_only_which_does_not_gate():
+    """What the old `stable` gate measured (IQR/median of the raw calls) is the machine's
+    drift: it flags the milliseconds, not the run."""
+    q = cpu_ladder() / 12
+    checks = c.check_run(run(CPU_DEPTHS, q, rel_iqr=0.12, drift=0.3))
+    assert c.failed(checks) == [] and c.failed(checks, c.CHECKS) == ["absolute_stable"]
+    assert checks["absolute_stable"]["value"]["max_iqr_over_median"] == pytest.approx(0.12)
+    assert "speed moved 30.0%" in checks["absolute_stable"]["why"]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"resid_iqr": 0.12}, "residual IQR is 0.120"),
+    ({"rel_ci": 0.06}, "is ±6.0% (limit ±5%)"),
+    ({"halves": (cpu_ladder() / 12, cpu_ladder() / 12 * np.r_[1, 1.04, 1, 1, 1, 1])},
+     "the two halves of the run disagree at depth 2"),
+])
+def test_relative_stable_needs_small_residuals_narrow_cis_and_agreeing_halves(change, message):
+    q = cpu_ladder() / 12
+    checks = c.check_run(run(CPU_DEPTHS, q, **change))
+    assert c.failed(checks) == ["relative_stable"]
+    assert message in checks["relative_stable"]["why"]
+    # Halves 4% apart whose CIs still overlap agree; so do halves 1.5% apart whose CIs
+    # (from a bootstrap of few rounds) are too narrow to overlap.
+    wide = c.check_run(run(CPU_DEPTHS, q, rel_ci=0.02, halves=change.get("halves")))
+    assert wide["relative_stable"]["pass"] is True
+    close = c.check_run(run(CPU_DEPTHS, q, rel_ci=0.001, halves=(q, q * 1.015)))
+    assert close["relative_stable"]["pass"] is True
 
 
 def test_paper_scenario_two_of_five_runs_coherent():
     """3 of 5 runs under-report the shallow depths; a plain median over all runs would
     itself be anomalous. The canonical ladder comes from the 2 coherent runs."""
     true = paper_ladder()
-    runs = [run(PAPER_DEPTHS, true * 1.01, run_id=0), run(PAPER_DEPTHS, true * 0.99, run_id=1)]
+    runs = [run(PAPER_DEPTHS, true / true[0], run_id=0, ms=true[0] * 1.01),
+            run(PAPER_DEPTHS, true / true[0], run_id=1, ms=true[0] * 0.99)]
     for r, factors in [(2, (3.0, 2.0)), (3, (5.0, 2.5)), (4, (2.0, 2.0))]:
         p = true.copy()
         p[0] /= factors[0]
         p[1] /= factors[1]
-        runs.append(run(PAPER_DEPTHS, p, run_id=r))
+        runs.append(run(PAPER_DEPTHS, p / p[0], run_id=r, ms=p[0]))
     verdicts = c.verdicts(runs)
     assert [v["coherent"] for v in verdicts] == [True, True, False, False, False]
     for v in verdicts[2:]:
         assert v["failed"] and all(v["why"][name] for name in v["failed"])
-    p50, used = c.canonical_ladder(PAPER_DEPTHS, np.stack([r["p50"] for r in runs]),
-                                   [v["coherent"] for v in verdicts])
+    q, p50, used = c.canonical_ladder(PAPER_DEPTHS, np.stack([r["q"] for r in runs]),
+                                      [v["coherent"] for v in verdicts], true[0])
     np.testing.assert_allclose(p50, true)
+    np.testing.assert_allclose(q, true / true[0])
     assert used.tolist() == [2, 2, 2, 2]
     naive = np.median(np.stack([r["p50"] for r in runs]), axis=0)
     assert naive[0] < 0.6 * true[0]  # what a median over every run would have reported
-    json.dumps(verdicts)  # the verdicts go to coherence.json as they are
+    json.dumps(verdicts, default=lambda o: o.tolist())  # coherence.json takes them as they are
 
 
-def test_a_run_off_the_others_fails_stable_across_runs():
-    true = cpu_ladder(CPU_DEPTHS[:3])
-    runs = [run(CPU_DEPTHS[:3], true, run_id=0), run(CPU_DEPTHS[:3], true * 1.02, run_id=1),
-            run(CPU_DEPTHS[:3], true * 1.25, run_id=2)]  # coherent on its own, 25% slower
+def test_runs_must_agree_in_q_and_are_flagged_in_milliseconds_only_if_q_agrees():
+    q = cpu_ladder(CPU_DEPTHS[:3]) / 12
+    runs = [run(CPU_DEPTHS[:3], q, run_id=0), run(CPU_DEPTHS[:3], q * 1.01, run_id=1),
+            run(CPU_DEPTHS[:3], q, run_id=2, ms=12.5),  # the same Q, 25% slower machine
+            run(CPU_DEPTHS[:3], q * np.r_[1, 1.08, 1.08], run_id=3)]  # Q 8% off
     verdicts = c.verdicts(runs)
-    assert [v["failed"] for v in verdicts] == [[], [], ["stable"]]
-    assert "off the runs' reference" in verdicts[2]["why"]["stable"]
-    # A single run: the cross-run part does not apply.
-    assert c.verdicts(runs[2:])[0]["coherent"]
+    assert [v["failed"] for v in verdicts] == [[], [], [], ["relative_stable"]]
+    assert [v["absolute_stable"] for v in verdicts] == [True, True, False, True]
+    assert "off the runs' reference" in verdicts[3]["why"]["relative_stable"]
+    assert "raw p50 at depth 1 is +24.4%" in verdicts[2]["why"]["absolute_stable"]
+    # A single run: the cross-run parts do not apply.
+    assert c.verdicts(runs[3:])[0]["coherent"]
 
 
 def test_no_coherent_run_gives_no_canonical_ladder():
-    p50, used = c.canonical_ladder([1, 2], [[1.0, 2.0], [1.1, 2.1]], [False, False])
-    assert np.isnan(p50).all() and used.tolist() == [0, 0]
+    q, p50, used = c.canonical_ladder([1, 2], [[1.0, 2.0], [1.0, 2.1]], [False, False], 10.0)
+    assert np.isnan(q).all() and np.isnan(p50).all() and used.tolist() == [0, 0]
+
+
+def test_thresholds_come_from_the_schema():
+    from workflow_scripts.core.settings import LatencySummary, schema_node
+
+    th = c.Thresholds.defaults()
+    assert th.max_q_half_width == schema_node("latency.checks.max_q_half_width")[0]["default"]
+    strict = c.Thresholds.of(LatencySummary.from_json('{"max_residual_iqr": 0.01}'))
+    assert c.failed(c.check_run(run([1, 2, 3], [1, 2, 3]), strict)) == ["relative_stable"]
 
 
 def test_bootstrap_ci_resamples_whole_rounds():

@@ -53,19 +53,25 @@ def write_tables(stats_dir, level: float, method: str = "calibrated") -> None:
         contracts.write_parquet(stats_dir / f"{name}.parquet", pd.DataFrame())
 
 
-def write_latency(folder, coherent=(True, True, False)) -> dict:
+def write_latency(folder, coherent=(True, True, False), verified=True) -> dict:
     """summary.parquet, ladder.parquet and coherence.json as the latency summary writes them."""
     depths = np.array([1, 2, 3])
     p50 = {r: 2.0 + 10.0 * depths * (1 + 0.01 * r) for r in range(len(coherent))}
     summary = pd.DataFrame([
-        {"run": r, "depth": d, "p50_ms": p, "iqr_ms": 0.1, "coherent": ok,
-         "failed_checks": "" if ok else "linear", "why": "" if ok else "linear: bent",
-         "notes": "", "device": "cpu", "threads": 1, "batch_size": 8, "seq_len": 32}
+        {"run": r, "depth": d, "p50_ms": p, "q": p / p50[r][0], "iqr_ms": 0.1, "coherent": ok,
+         "absolute_stable": verified, "failed_checks": "" if ok else "linear",
+         "why": "" if ok else "linear: bent", "notes": "", "device": "cpu", "threads": 1,
+         "batch_size": 8, "seq_len": 32, "ref_depth": 1, "resid_iqr": 0.02,
+         "drift_range": 0.03}
         for r, ok in enumerate(coherent) for d, p in zip(depths, p50[r], strict=True)])
     good = [r for r, ok in enumerate(coherent) if ok]
-    lad, used = coherence.canonical_ladder(depths, np.stack(list(p50.values())), coherent)
-    ladder = pd.DataFrame({"depth": depths, "p50_ms": lad, "runs_used": used,
+    q_runs = np.stack([p / p[0] for p in p50.values()])
+    ref_p50 = float(np.median([p50[r][0] for r in good])) if good else float("nan")
+    q, lad, used = coherence.canonical_ladder(depths, q_runs, coherent, ref_p50)
+    ladder = pd.DataFrame({"depth": depths, "q": q, "p50_ms": lad, "ref_depth": 1,
+                           "ref_p50_ms": ref_p50, "runs_used": used,
                            "runs": ",".join(map(str, good)), "coherent": used > 0,
+                           "absolute_verified": bool(good) and verified,
                            "encode_p50_ms": lad + 3.0, "tokenize_p50_ms": 2.0})
     doc = {"canonical_ladder": {"depth": depths.tolist(), "runs_used": good}}
     if good:
@@ -111,11 +117,12 @@ def test_latency_section_reads_the_ladder_and_the_fit(tmp_path):
     write_tables(tmp_path, 0.95)
     paths = write_latency(tmp_path)
     md = report.build(tmp_path, **paths)
-    assert "| 1 | 12.05 | 2 | 15.05 | 2.00 |" in md  # the ladder's row, runs 0 and 1
+    assert "| 1 | 1.000 | 12.05 | 2 | 15.05 | 2.00 |" in md  # the ladder's row, runs 0 and 1
+    assert "**Absolute milliseconds: verified**" in md
     assert "| 2 | INCOHERENT | linear |" in md and "- run 2: linear — linear: bent" in md
     fit = json.loads(paths["latency_coherence"].read_text())["canonical_ladder"]["fit"]
     line = (f"Fit: p50 ≈ {fit['a_ms']:.2f} + {fit['b_ms_per_layer']:.2f} × n_layers ms "
-            f"(R² {fit['r2']:.4f}).")
+            f"(R² {fit['r2']:.4f}); in units of depth 1: Q ≈ 0.166 + 0.834 × n_layers.")
     assert line in md
     # Without coherence.json the report fits the ladder itself, to the same bits.
     ladder = pd.read_parquet(paths["latency_ladder"])
@@ -124,6 +131,13 @@ def test_latency_section_reads_the_ladder_and_the_fit(tmp_path):
     assert report.build(tmp_path, **no_json) == md
     with pytest.raises(ValueError, match="both"):
         report.build(tmp_path, latency_summary=paths["latency_summary"])
+
+
+def test_latency_section_flags_unverified_milliseconds(tmp_path):
+    write_tables(tmp_path, 0.95)
+    md = report.build(tmp_path, **write_latency(tmp_path, verified=False))
+    assert "**Absolute milliseconds: not verified**" in md and "compare depths by Q" in md
+    assert "| 0 | coherent | – | 1.000 | 1.833 | 2.667 | no |" in md
 
 
 def test_no_coherent_run_has_no_ladder_and_no_fit(tmp_path):

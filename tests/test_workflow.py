@@ -120,6 +120,9 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert set(comp.kind) == {"trained_vs_base", "depth", "recipe"}
     lat = contracts.read_latency(wd / "results/latency/run0.parquet")
     assert set(lat.depth) == {1, 2}
+    doc = json.loads((wd / "results/latency/coherence.json").read_text())
+    assert doc["runs"][0]["relative_ladder"]["q"][0] == 1.0 and "q" in doc["how_to_read"]
+    assert isinstance(doc["absolute_verified"], bool)
     for name in ("depth_vs_budget", "per_benchmark_degradation", "seed_variance", "pareto"):
         assert (wd / f"results/figures/{name}.png").stat().st_size > 10_000
     results = (wd / "results/RESULTS.md").read_text()

@@ -1,55 +1,95 @@
-"""Latency coherence: is a per-depth p50 ladder physically plausible? (numpy + scipy only)
+"""Latency coherence: is a run's depth ladder physically plausible? (numpy only)
 
 A stack of identical encoder layers costs a fixed overhead plus the same time per layer,
-so a profiling run's per-depth medians must lie on a rising line, p50 = a + b * n. In the
-paper this workflow reproduces, 3 of 5 runs on one machine under-reported the shallow
-models' p50 by 2-5x; R^2 alone does not catch that (a ladder whose shallowest point reads
-3x low can still give R^2 ~ 0.96), so every run is checked against several physical
-constraints, each reported with its value:
+so a profiling run's ladder must lie on a rising line, t = a + b * n. In the paper this
+workflow reproduces, 3 of 5 runs on one machine under-reported the shallow models' p50 by
+2-5x; R^2 alone does not catch that (a ladder whose shallowest point reads 3x low can still
+give R^2 ~ 0.96), so every run is checked against several physical constraints, each
+reported with its value.
 
-  monotone        p50 rises with depth, and neighbouring depths' bootstrap CIs (of the
-                  median, resampling whole rounds) do not overlap
-  linear          least squares p50 = a + b*n: b > 0, a >= -5% of the shallowest p50,
-                  every residual within 15% of its own p50
-  constant_slope  the per-layer increments between neighbouring depths,
-                  (p50[i+1] - p50[i]) / (n[i+1] - n[i]), all positive, max/min <= 1.5
-  leave_one_out   a line fitted on the other depths predicts each depth within 20% of
-                  its measured p50
+The shape checks are scale-free and run on the run's *relative ladder* Q_d = t_d / t_ref
+(latency_relative.py: a two-way fit over rounds x depths, free of drift that scales every
+call alike), so a machine that runs slower at times does not fail them:
+
+  monotone        Q rises with depth, and the CI of every paired per-round increment
+                  log(Q[i+1] / Q[i]) (whole rounds resampled) lies above 0
+  linear          least squares Q = a + b*n: b > 0, a >= -5% of the shallowest Q, every
+                  residual within 15% of its own Q
+  constant_slope  the per-layer increments between neighbouring depths all positive,
+                  max/min <= 1.5
+  leave_one_out   a line fitted on the other depths predicts each depth within 20%
   timers_agree    wall >= the reference timer (CUDA events; on CPU the process CPU time
                   per thread), and wall/reference varies by at most 1.5x across depths
-  stable          IQR/median < 0.1 at every depth, and every depth's p50 within 10% of
-                  the reference ladder of the runs (see `verdicts`)
+  relative_stable the fit's residual IQR <= 0.10 (log units), every Q's CI half-width
+                  <= 5% of Q, the two halves of the run (by time) agree on every Q (their
+                  CIs overlap, or they are within 2% of each other), and every Q within
+                  5% of the runs' reference Q (see `verdicts`)
+
+and one check that does not gate, since a shared or virtual machine fails it for reasons
+that leave the relative ladder intact:
+
+  absolute_stable the machine's speed (alpha) moved by at most 10% between its 5th and
+                  95th percentile rounds, IQR/median of the raw calls < 0.10 at every
+                  depth, and every depth's raw p50 within 10% of the runs' reference
 
 Few depths: a check that needs more points than the ladder has is "not applicable"
 (pass = None) and does not fail the run. monotone needs 2 depths, linear 2 (with 2 the
 fit is exact: only b > 0 and the intercept floor bite), constant_slope and leave_one_out
 3. With exactly 3 depths leave-one-out predicts the end points by extrapolating the line
 through the other two, which bounds the difference of the two increments relative to the
-shallow p50: the strictest check for a ladder with a small intercept (the CPU default).
+shallow Q: the strictest check for a ladder with a small intercept (the CPU default).
 
-The canonical ladder is, per depth, the median over the coherent runs of their p50.
+The thresholds are config keys (latency.checks.*, config/schema.yaml); `Thresholds.defaults()`
+holds the schema's defaults.
+
+The canonical ladder is, per depth, the median over the coherent runs of their Q, times
+the pooled p50 of the reference depth (latency_summary.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 
 import numpy as np
 
-CHECKS = ("monotone", "linear", "constant_slope", "leave_one_out", "timers_agree", "stable")
+# Every check; a run is coherent when none of GATES fails.
+CHECKS = ("monotone", "linear", "constant_slope", "leave_one_out", "timers_agree",
+          "relative_stable", "absolute_stable")
+GATES = CHECKS[:-1]
 
 
 @dataclasses.dataclass(frozen=True)
 class Thresholds:
-    intercept_floor: float = 0.05  # a >= -intercept_floor * shallowest p50
-    max_residual: float = 0.15  # |residual| / p50, every depth
-    max_slope_ratio: float = 1.5  # largest / smallest per-layer increment
-    max_loo_error: float = 0.20  # |prediction - p50| / p50, every depth
-    timer_slack: float = 0.02  # wall >= (1 - slack) * reference timer
-    max_timer_ratio_spread: float = 1.5  # max / min over depths of wall / reference
-    max_iqr_ratio: float = 0.10  # IQR / median, every depth (strictly below)
-    max_run_deviation: float = 0.10  # |p50 / reference p50 - 1|, every depth
+    """The checks' limits: config keys latency.checks.* (config/README.md says what each
+    bounds). `Thresholds.defaults()`: the schema's defaults."""
+
+    intercept_floor: float  # a >= -intercept_floor * shallowest Q
+    max_residual: float  # |residual| / Q, every depth
+    max_slope_ratio: float  # largest / smallest per-layer increment
+    max_loo_error: float  # |prediction - Q| / Q, every depth
+    timer_slack: float  # wall >= (1 - slack) * reference timer
+    max_timer_ratio_spread: float  # max / min over depths of wall / reference
+    max_residual_iqr: float  # IQR of the two-way fit's log residuals
+    max_q_half_width: float  # CI half-width / Q, every depth
+    split_half_tolerance: float  # halves agree within this relative difference of Q
+    max_q_run_deviation: float  # |Q / reference Q - 1|, every depth
+    max_drift_range: float  # exp(alpha's 95th - 5th percentile) - 1
+    max_iqr_ratio: float  # IQR / median of the raw calls, every depth (strictly below)
+    max_run_deviation: float  # |raw p50 / reference p50 - 1|, every depth
+
+    @classmethod
+    def of(cls, settings) -> Thresholds:
+        """From settings that hold every threshold as a field (LatencySummary)."""
+        return cls(**{f.name: getattr(settings, f.name) for f in dataclasses.fields(cls)})
+
+    @classmethod
+    @functools.cache
+    def defaults(cls) -> Thresholds:
+        from workflow_scripts.core.settings import LatencySummary
+
+        return cls.of(LatencySummary.from_json("{}"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -115,34 +155,37 @@ def _na(why: str) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
-# The checks of one run's ladder
+# The checks of one run's ladder (`y`: the relative ladder Q, or any ladder in one unit)
 # ---------------------------------------------------------------------------------------
-def check_monotone(depths, p50, ci_low=None, ci_high=None, th: Thresholds = Thresholds()):
-    n, y = np.asarray(depths, float), np.asarray(p50, float)
+def check_monotone(depths, y, step_low=None, step_high=None, th: Thresholds | None = None):
+    """`step_low`/`step_high`: the CI of each increment between neighbouring depths (of log
+    Q, from a bootstrap of whole rounds: paired within rounds), None where not measured."""
+    n, y = np.asarray(depths, float), np.asarray(y, float)
     if len(n) < 2:
         return _na("needs 2 depths")
     steps = np.diff(y)
     rising = bool(np.all(steps > 0))
-    if ci_low is None or ci_high is None:
-        gaps = np.full(len(steps), np.nan)
-        separated = True
-    else:
-        gaps = np.asarray(ci_low, float)[1:] - np.asarray(ci_high, float)[:-1]
-        separated = bool(np.all(gaps > 0))
+    low = (np.full(len(steps), np.nan) if step_low is None
+           else np.asarray(step_low, float))
+    separated = bool(np.all(low > 0)) if step_low is not None else True
     why = []
     if not rising:
         i = int(np.argmin(steps))
-        why.append(f"p50 does not rise from depth {n[i]:g} to {n[i + 1]:g} "
-                   f"({y[i]:.3g} -> {y[i + 1]:.3g} ms)")
+        why.append(f"the ladder does not rise from depth {n[i]:g} to {n[i + 1]:g} "
+                   f"({y[i]:.4g} -> {y[i + 1]:.4g})")
     if not separated:
-        i = int(np.nanargmin(gaps))
-        why.append(f"the CIs of depths {n[i]:g} and {n[i + 1]:g} overlap by {-gaps[i]:.3g} ms")
-    return _result(rising and separated, "; ".join(why), p50_steps_ms=steps,
-                   ci_gaps_ms=gaps)
+        i = int(np.nanargmin(low))
+        why.append(f"the CI of the paired increment from depth {n[i]:g} to {n[i + 1]:g} "
+                   f"reaches {np.expm1(low[i]):+.1%} (not above 0)")
+    return _result(rising and separated, "; ".join(why), steps=steps,
+                   step_ci_low=None if step_low is None else np.expm1(low),
+                   step_ci_high=None if step_high is None else np.expm1(np.asarray(
+                       step_high, float)))
 
 
-def check_linear(depths, p50, th: Thresholds = Thresholds()):
-    n, y = np.asarray(depths, float), np.asarray(p50, float)
+def check_linear(depths, y, th: Thresholds | None = None):
+    th = th or Thresholds.defaults()
+    n, y = np.asarray(depths, float), np.asarray(y, float)
     if len(n) < 2:
         return _na("needs 2 depths")
     a, b, r2 = linear_fit(n, y)
@@ -150,36 +193,38 @@ def check_linear(depths, p50, th: Thresholds = Thresholds()):
     floor = -th.intercept_floor * y[np.argmin(n)]
     why = []
     if not b > 0:
-        why.append(f"slope b = {b:.3g} ms/layer is not positive")
+        why.append(f"slope b = {b:.3g} per layer is not positive")
     if a < floor:
-        why.append(f"intercept a = {a:.3g} ms is below {floor:.3g} ms "
-                   f"(-{th.intercept_floor:.0%} of the shallowest p50)")
+        why.append(f"intercept a = {a:.3g} is below {floor:.3g} "
+                   f"(-{th.intercept_floor:.0%} of the shallowest depth's value)")
     worst = int(np.argmax(np.abs(resid)))
     if abs(resid[worst]) > th.max_residual:
-        why.append(f"the residual at depth {n[worst]:g} is {resid[worst]:+.0%} of its p50 "
+        why.append(f"the residual at depth {n[worst]:g} is {resid[worst]:+.0%} of its value "
                    f"(limit {th.max_residual:.0%})")
-    return _result(not why, "; ".join(why), a_ms=a, b_ms_per_layer=b, r2=r2,
+    return _result(not why, "; ".join(why), a=a, b_per_layer=b, r2=r2,
                    max_abs_rel_residual=float(np.max(np.abs(resid))), rel_residuals=resid)
 
 
-def check_constant_slope(depths, p50, th: Thresholds = Thresholds()):
-    n, y = np.asarray(depths, float), np.asarray(p50, float)
+def check_constant_slope(depths, y, th: Thresholds | None = None):
+    th = th or Thresholds.defaults()
+    n, y = np.asarray(depths, float), np.asarray(y, float)
     if len(n) < 3:
         return _na("needs 3 depths")
     inc = np.diff(y) / np.diff(n)
     if np.any(inc <= 0):
         i = int(np.argmin(inc))
         return _result(False, f"the per-layer increment from depth {n[i]:g} to {n[i + 1]:g} "
-                       f"is {inc[i]:.3g} ms (not positive)", increments_ms=inc, ratio=None)
+                       f"is {inc[i]:.3g} (not positive)", increments=inc, ratio=None)
     ratio = float(inc.max() / inc.min())
     ok = ratio <= th.max_slope_ratio
     return _result(ok, f"per-layer increments differ {ratio:.2f}x "
-                   f"(limit {th.max_slope_ratio}x): {np.round(inc, 3).tolist()} ms",
-                   increments_ms=inc, ratio=ratio)
+                   f"(limit {th.max_slope_ratio}x): {np.round(inc, 4).tolist()}",
+                   increments=inc, ratio=ratio)
 
 
-def check_leave_one_out(depths, p50, th: Thresholds = Thresholds()):
-    n, y = np.asarray(depths, float), np.asarray(p50, float)
+def check_leave_one_out(depths, y, th: Thresholds | None = None):
+    th = th or Thresholds.defaults()
+    n, y = np.asarray(depths, float), np.asarray(y, float)
     if len(n) < 3:
         return _na("needs 3 depths")
     err = np.empty(len(n))
@@ -190,12 +235,13 @@ def check_leave_one_out(depths, p50, th: Thresholds = Thresholds()):
     worst = int(np.argmax(np.abs(err)))
     ok = abs(err[worst]) <= th.max_loo_error
     return _result(ok, f"a line through the other depths predicts depth {n[worst]:g} "
-                   f"{err[worst]:+.0%} off its p50 (limit {th.max_loo_error:.0%})",
+                   f"{err[worst]:+.0%} off its value (limit {th.max_loo_error:.0%})",
                    rel_errors=err, max_abs_rel_error=float(np.max(np.abs(err))))
 
 
-def check_timers(depths, wall, reference, kind: str | None, th: Thresholds = Thresholds()):
+def check_timers(depths, wall, reference, kind: str | None, th: Thresholds | None = None):
     """`wall` and `reference`: per-depth medians of the two timers (same unit)."""
+    th = th or Thresholds.defaults()
     if kind is None or reference is None:
         return _na("no second timer")
     w, r = np.asarray(wall, float), np.asarray(reference, float)
@@ -217,91 +263,155 @@ def check_timers(depths, wall, reference, kind: str | None, th: Thresholds = Thr
                    spread=spread)
 
 
-def check_stable(depths, p50, iqr, reference=None, th: Thresholds = Thresholds()):
-    """IQR/median at every depth; with `reference` (per-depth p50 of the runs' reference
-    ladder, None with a single run) also each depth's deviation from it."""
-    n, y = np.asarray(depths, float), np.asarray(p50, float)
-    spread = np.asarray(iqr, float) / y
+def _off_reference(n, y, reference, limit: float, what: str) -> tuple[np.ndarray | None, str]:
+    if reference is None:
+        return None, ""
+    dev = y / np.asarray(reference, float) - 1
+    j = int(np.argmax(np.abs(dev)))
+    if abs(dev[j]) <= limit:
+        return dev, ""
+    return dev, (f"{what} at depth {n[j]:g} is {dev[j]:+.1%} off the runs' reference "
+                 f"(limit {limit:.0%})")
+
+
+def check_relative_stable(run: dict, reference=None, th: Thresholds | None = None):
+    """The relative ladder is measured well: small residuals of the two-way fit, narrow
+    CIs, both halves of the run agreeing, and (with `reference`, the runs' reference Q)
+    the same Q as the other runs."""
+    th = th or Thresholds.defaults()
+    n, q = np.asarray(run["depths"], float), np.asarray(run["q"], float)
     why = []
+    iqr = float(run["resid_iqr"])
+    if not iqr <= th.max_residual_iqr:
+        why.append(f"the two-way fit's residual IQR is {iqr:.3f} "
+                   f"(limit {th.max_residual_iqr})")
+    half = (np.asarray(run["q_ci_high"], float) - np.asarray(run["q_ci_low"], float)) / 2 / q
+    i = int(np.argmax(half))
+    if not half[i] <= th.max_q_half_width:
+        why.append(f"the CI of Q at depth {n[i]:g} is ±{half[i]:.1%} "
+                   f"(limit ±{th.max_q_half_width:.0%})")
+    lo1, hi1 = np.asarray(run["q1_ci_low"], float), np.asarray(run["q1_ci_high"], float)
+    lo2, hi2 = np.asarray(run["q2_ci_low"], float), np.asarray(run["q2_ci_high"], float)
+    gap = np.maximum(lo1, lo2) - np.minimum(hi1, hi2)  # > 0: the CIs do not overlap
+    q1, q2 = np.asarray(run["q1"], float), np.asarray(run["q2"], float)
+    # Apart only when the CIs do not overlap and Q moved by more than the tolerance: the CI
+    # of a half is a bootstrap over few rounds, too narrow to judge a negligible difference.
+    moved = np.where(np.abs(q2 / q1 - 1) > th.split_half_tolerance, gap, -np.inf)
+    j = int(np.argmax(moved))
+    if moved[j] > 0:
+        why.append(f"the two halves of the run disagree at depth {n[j]:g}: Q {q1[j]:.4g} "
+                   f"then {q2[j]:.4g} ({q2[j] / q1[j] - 1:+.1%}, CIs apart)")
+    dev, msg = _off_reference(n, q, reference, th.max_q_run_deviation, "Q")
+    why += [msg] if msg else []
+    return _result(not why, "; ".join(why), resid_iqr=iqr, q_half_width=half,
+                   max_q_half_width=float(half.max()), halves_q_ratio=q2 / q1,
+                   halves_ci_gap=gap, q_deviation_from_runs=dev,
+                   max_abs_q_deviation_from_runs=None if dev is None
+                   else float(np.max(np.abs(dev))))
+
+
+def check_absolute_stable(run: dict, reference=None, th: Thresholds | None = None):
+    """The absolute numbers are trustworthy too (not a gate): the machine's speed held
+    (alpha's 5-95% range), the raw calls are tight (IQR/median) and, with `reference` (the
+    runs' reference raw p50), the raw p50 agrees with the other runs'."""
+    th = th or Thresholds.defaults()
+    n, y = np.asarray(run["depths"], float), np.asarray(run["p50"], float)
+    why = []
+    rng = run.get("drift_range")
+    if rng is not None and not rng <= th.max_drift_range:
+        why.append(f"the machine's speed moved {rng:.1%} between its 5th and 95th percentile "
+                   f"rounds (limit {th.max_drift_range:.0%})")
+    spread = np.asarray(run["iqr"], float) / y
     i = int(np.argmax(spread))
     if not spread[i] < th.max_iqr_ratio:
-        why.append(f"IQR/median is {spread[i]:.3f} at depth {n[i]:g} "
+        why.append(f"IQR/median of the calls is {spread[i]:.3f} at depth {n[i]:g} "
                    f"(limit {th.max_iqr_ratio})")
-    dev = None
-    if reference is not None:
-        dev = y / np.asarray(reference, float) - 1
-        j = int(np.argmax(np.abs(dev)))
-        if abs(dev[j]) > th.max_run_deviation:
-            why.append(f"p50 at depth {n[j]:g} is {dev[j]:+.0%} off the runs' reference "
-                       f"ladder (limit {th.max_run_deviation:.0%})")
-    return _result(not why, "; ".join(why), iqr_over_median=spread,
-                   max_iqr_over_median=float(spread.max()),
-                   deviation_from_runs=dev,
+    dev, msg = _off_reference(n, y, reference, th.max_run_deviation, "raw p50")
+    why += [msg] if msg else []
+    return _result(not why, "; ".join(why), drift_range=rng, iqr_over_median=spread,
+                   max_iqr_over_median=float(spread.max()), deviation_from_runs=dev,
                    max_abs_deviation_from_runs=None if dev is None
                    else float(np.max(np.abs(dev))))
 
 
-def check_run(run: dict, th: Thresholds = Thresholds(), reference=None) -> dict:
-    """Every check of one run. `run`: depths, p50 and optionally ci_low, ci_high, iqr,
-    timer_wall, timer_reference, timer_kind (per-depth arrays sorted by depth, one unit)."""
-    order = np.argsort(run["depths"])
+def check_run(run: dict, th: Thresholds | None = None, reference: dict | None = None) -> dict:
+    """Every check of one run. `run`: depths and q (the relative ladder), and where
+    measured step_ci_low/high, p50, iqr, the relative-stability fields (resid_iqr, q_ci_*,
+    q1/q2 with their CIs), drift_range, timer_wall, timer_reference, timer_kind (arrays
+    in increasing depth; step_ci_*: one per neighbouring pair). `reference`: the runs'
+    reference {"q": ..., "p50": ...}."""
+    th = th or Thresholds.defaults()
+    ref = reference or {}
+    if np.any(np.diff(np.asarray(run["depths"], float)) <= 0):
+        raise ValueError(f"run {run.get('run', '?')}: depths must be increasing: "
+                         f"{list(run['depths'])}")
 
     def col(key):
         v = run.get(key)
-        return None if v is None else np.asarray(v, float)[order]
+        return None if v is None else np.asarray(v, float)
 
-    depths, p50 = col("depths"), col("p50")
-    iqr = col("iqr")
+    depths, q = col("depths"), col("q")
+    relative = {"resid_iqr", "q_ci_low", "q_ci_high", "q1", "q2"}
     return {
-        "monotone": check_monotone(depths, p50, col("ci_low"), col("ci_high"), th),
-        "linear": check_linear(depths, p50, th),
-        "constant_slope": check_constant_slope(depths, p50, th),
-        "leave_one_out": check_leave_one_out(depths, p50, th),
+        "monotone": check_monotone(depths, q, col("step_ci_low"), col("step_ci_high"), th),
+        "linear": check_linear(depths, q, th),
+        "constant_slope": check_constant_slope(depths, q, th),
+        "leave_one_out": check_leave_one_out(depths, q, th),
         "timers_agree": check_timers(depths, col("timer_wall"), col("timer_reference"),
                                      run.get("timer_kind"), th),
-        "stable": (check_stable(depths, p50, iqr, reference, th) if iqr is not None
-                   else _na("no IQR")),
+        "relative_stable": (check_relative_stable(run, ref.get("q"), th)
+                            if relative <= set(run) else _na("no rounds fit")),
+        "absolute_stable": (check_absolute_stable(run, ref.get("p50"), th)
+                            if {"p50", "iqr"} <= set(run) else _na("no per-call spread")),
     }
 
 
-def failed(checks: dict) -> list[str]:
-    return [name for name in CHECKS if checks[name]["pass"] is False]
+def failed(checks: dict, names=GATES) -> list[str]:
+    return [name for name in names if checks[name]["pass"] is False]
 
 
-def verdicts(runs: Sequence[dict], th: Thresholds = Thresholds()) -> list[dict]:
+def verdicts(runs: Sequence[dict], th: Thresholds | None = None) -> list[dict]:
     """Verdicts of several runs of one profiling.
 
-    Two stages: first each run on its own (every check, with `stable` on IQR only); the
-    runs' reference ladder is then the per-depth median over the runs that passed that
-    stage (over all runs when none did), and `stable` also requires every depth within
-    `max_run_deviation` of it. A robust reference matters: when most runs are anomalous,
+    Two stages: first each run on its own (every check, without the cross-run parts); the
+    runs' reference (Q and raw p50 per depth) is then the median over the runs that passed
+    every gate at that stage (over all runs when none did), and relative_stable also
+    requires every Q within `max_q_run_deviation` of it, absolute_stable every raw p50
+    within `max_run_deviation`. A robust reference matters: when most runs are anomalous,
     as 3 of 5 were in the paper, a plain median over all runs would be anomalous itself.
-    With a single run the cross-run part is not applicable.
+    With a single run the cross-run parts are not applicable.
     """
+    th = th or Thresholds.defaults()
     first = [check_run(r, th) for r in runs]
-    depths = [np.sort(np.asarray(r["depths"], float)) for r in runs]
-    p50 = [np.asarray(r["p50"], float)[np.argsort(r["depths"])] for r in runs]
+    depths = [np.asarray(r["depths"], float) for r in runs]
     same_depths = all(np.array_equal(d, depths[0]) for d in depths)
+    basis = [i for i, c in enumerate(first) if not failed(c)] or list(range(len(runs)))
+    reference = None
+    if same_depths and len(runs) > 1:
+        reference = {k: np.median(np.stack([np.asarray(runs[i][k], float) for i in basis]),
+                                  axis=0)
+                     for k in ("q", "p50") if all(k in r for r in runs)}
     out = []
-    ok_first = [i for i, c in enumerate(first) if not failed(c)]
-    basis = ok_first or list(range(len(runs)))
-    reference = np.median(np.stack([p50[i] for i in basis]), axis=0) if same_depths else None
     for i, run in enumerate(runs):
-        checks = (check_run(run, th, reference) if len(runs) > 1 and reference is not None
-                  else first[i])
+        checks = check_run(run, th, reference) if reference is not None else first[i]
         bad = failed(checks)
         out.append({"run": run.get("run", i), "coherent": not bad, "failed": bad,
-                    "why": {name: checks[name]["why"] for name in bad}, "checks": checks})
+                    "absolute_stable": checks["absolute_stable"]["pass"] is True,
+                    "why": {name: checks[name]["why"] for name in failed(checks, CHECKS)},
+                    "checks": checks})
     return out
 
 
-def canonical_ladder(depths, p50_by_run, coherent) -> tuple[np.ndarray, np.ndarray]:
-    """Per depth, the median over the coherent runs of their p50 (NaN where none is).
+def canonical_ladder(depths, q_by_run, coherent, ref_p50: float) -> tuple[np.ndarray, ...]:
+    """Per depth, the median over the coherent runs of their Q, and that times `ref_p50`
+    (the reference depth's pooled p50); NaN where no run is coherent.
 
-    depths: [D]; p50_by_run: [runs, D]; coherent: [runs] booleans.
-    Returns (p50 [D], number of runs used [D])."""
-    p = np.asarray(p50_by_run, float).reshape(-1, len(depths))
+    depths: [D]; q_by_run: [runs, D]; coherent: [runs] booleans.
+    Returns (Q [D], p50 [D], number of runs used [D])."""
+    q = np.asarray(q_by_run, float).reshape(-1, len(depths))
     keep = np.asarray(coherent, bool)
     if not keep.any():
-        return np.full(len(depths), np.nan), np.zeros(len(depths), int)
-    return np.median(p[keep], axis=0), np.full(len(depths), int(keep.sum()))
+        nan = np.full(len(depths), np.nan)
+        return nan, nan.copy(), np.zeros(len(depths), int)
+    med = np.median(q[keep], axis=0)
+    return med, med * ref_p50, np.full(len(depths), int(keep.sum()))

@@ -142,9 +142,11 @@ def pareto_front(points: pd.DataFrame) -> pd.DataFrame:
 
 def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
     """Accuracy vs the canonical latency ladder: `latency` is results/latency/ladder.parquet,
-    one row per depth whose p50_ms is the median over the coherent profiling runs only.
-    Where no run was coherent (p50_ms NaN) the figure falls back to the median of all runs
-    and says so in red: those latencies failed the coherence check."""
+    one row per depth whose p50_ms is the median over the coherent profiling runs only of
+    their relative ladder Q, times the reference depth's p50 (x error bars: the runs' range
+    of Q, in those milliseconds). The x label says whether the milliseconds are verified
+    (`absolute_verified`). Where no run was coherent (p50_ms NaN) the figure falls back to
+    the median of all runs and says so in red: those latencies failed the coherence check."""
     if latency["depth"].duplicated().any():
         raise ValueError("pareto needs the canonical latency ladder (one row per depth: "
                          "results/latency/ladder.parquet), not per-run rows")
@@ -185,6 +187,9 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
              if {"batch_size", "seq_len"} <= set(lad) else "")
     source = ("canonical ladder" if runs is None
               else f"median of {runs} coherent run{'s' * (runs != 1)}")
+    if "absolute_verified" in lad and not unverified.any():
+        source += ("; ms verified" if bool(lad["absolute_verified"].iloc[0])
+                   else "; relative ladder verified, ms NOT verified (machine drift)")
     if unverified.any():
         source = "median of all runs, none coherent"
     ax.set_xlabel(f"encode latency p50 (ms per batch{shape}; {source})", fontsize=8)

@@ -5,7 +5,8 @@ base and needs no training upstream.
 
 `profile`: one profiling run in one process (one job per run): every depth loaded, in eval
 mode, with an explicit dtype; the torch thread count set before any torch work; then the
-protocol of latency_protocol.py on one fixed batch, with the host's state around the timed
+protocol of latency_protocol.py (interleaved warm-up, balanced rounds, encode() and
+tokenization in rounds of their own) on one fixed batch, with the host's state around the timed
 rounds (latency_host.py: torch version, device name, threads, dtype, load average, other
 work on the host and on CUDA the GPU clocks) added to every row.
 
@@ -70,7 +71,7 @@ def profile_run(a, settings: LatencyProfile) -> None:
     contracts.write_parquet(a.out, df)
     print("environment:", {**env, **before, **after})
     print("warm-up:", warmup)
-    fwd = df[df["stage"] == "forward"]
+    fwd = df[(df["stage"] == "forward") & df["timed"]]
     print("p50 ms per depth:", (fwd.groupby("depth")["seconds"].median() * 1e3).round(3).to_dict())
 
 

@@ -2,16 +2,24 @@
 
 - one fixed batch, tokenized outside the timed region: fixed batch size, every text long
   enough to fill the fixed padded length, the identical tensors for every depth;
-- warm-up per depth until stable: at least `warmup_calls` calls and 2 x `warmup_window`,
-  ending at the first call where the median of the last window is within
-  `warmup_tolerance` of the window before it, or at `warmup_max_calls` (recorded as not
+- balanced orders: the rounds cycle through the permutations of the depths, shuffled with
+  seed + run, so each depth comes equally often in each position (exactly so when `rounds`
+  is a multiple of D!; beyond 5 depths, blocks of D rounds form shuffled Latin squares);
+- warm-up interleaved in the same orders, one call per depth and round, until every depth
+  is stable: at least `warmup_calls` calls and 2 x `warmup_window`, ending at the first
+  round where, for every depth, the median of its last window is within
+  `warmup_tolerance` of the window before, or at `warmup_max_calls` (recorded as not
   converged);
-- rounds: each visits the depths in a fresh random order (drawn with seed + run); per visit
-  `discard_calls` untimed calls, then `calls_per_round` timed model calls (the "forward"
-  stage: the whole sentence-transformers module stack on the pre-tokenized batch), then
-  `encode_calls` timed calls of each auxiliary stage (full `encode()`, tokenization alone);
-- each timed call is one row: wall seconds (perf_counter), process CPU seconds, and on
-  CUDA the event seconds, with a synchronize before and after every timed call.
+- timed rounds: each visits every depth once; a visit makes `discard_calls` calls after
+  the switch and then `calls_per_round` calls of the model (the "forward" stage: the whole
+  sentence-transformers module stack on the pre-tokenized batch). Every call is recorded,
+  with its start time and its position after the switch: the analysis uses the calls
+  from position `discard_calls` on and measures what the first ones cost;
+- full `encode()` and tokenization alone are timed in `encode_calls` rounds of their own
+  after the model rounds, in the same balanced orders and visit structure;
+- the timer is a parameter (`timer()` by default: perf_counter and process CPU time, and
+  on CUDA events with a synchronize before and after every call), so that tests can run
+  the protocol on a virtual clock.
 
 The settings are a `workflow_scripts.core.settings.LatencyProfile`.
 """
@@ -19,6 +27,7 @@ The settings are a `workflow_scripts.core.settings.LatencyProfile`.
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from typing import TYPE_CHECKING
 
@@ -50,9 +59,10 @@ def fixed_batch(tokenizer, batch_size: int, seq_len: int) -> dict:
     return dict(enc)
 
 
-def timer(device: str):
-    """A function timing one call: (wall s, CUDA event s or NaN, process CPU s)."""
-    perf, cpu, nan = time.perf_counter, time.process_time, float("nan")
+def timer(device: str, *, wall=time.perf_counter, cpu=time.process_time):
+    """A function timing one call: (start s, wall s, CUDA event s or NaN, process CPU s).
+    `wall` and `cpu` are the clocks (a fake machine's virtual clock in tests)."""
+    nan = float("nan")
     if device == "cuda":
         import torch
 
@@ -60,90 +70,130 @@ def timer(device: str):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             torch.cuda.synchronize()
-            c0, t0 = cpu(), perf()
+            c0, t0 = cpu(), wall()
             start.record()
             fn()
             end.record()
             torch.cuda.synchronize()
-            t1, c1 = perf(), cpu()
-            return t1 - t0, start.elapsed_time(end) / 1000.0, c1 - c0
+            t1, c1 = wall(), cpu()
+            return t0, t1 - t0, start.elapsed_time(end) / 1000.0, c1 - c0
 
         return timed
 
     def timed(fn):
-        c0, t0 = cpu(), perf()
+        c0, t0 = cpu(), wall()
         fn()
-        t1, c1 = perf(), cpu()
-        return t1 - t0, nan, c1 - c0
+        t1, c1 = wall(), cpu()
+        return t0, t1 - t0, nan, c1 - c0
 
     return timed
 
 
-def warm_up(fn, timed, *, min_calls: int, max_calls: int | None = None, window: int = 0,
-            tol: float = 0.02) -> dict:
-    """Call `fn` until its timing is stable (see the module docstring); window 0: exactly
-    `min_calls` calls. Returns calls made, whether it converged, and the last window's p50."""
-    if window <= 0:
-        for _ in range(min_calls):
-            fn()
-        return {"calls": min_calls, "converged": True, "p50_ms": float("nan")}
-    need = max(min_calls, 2 * window)
+def balanced_orders(depths, rounds: int, rng: np.random.Generator) -> list[list]:
+    """`rounds` visiting orders of `depths`: the permutations cycled in a shuffled order
+    (each depth equally often in each position and after each other depth over every D!
+    rounds); beyond 5 depths (D! > 120) shuffled cyclic Latin squares, balanced in
+    position over every D rounds."""
+    depths = list(depths)
+    d = len(depths)
+    if d <= 5:
+        perms = list(itertools.permutations(depths))
+        idx = rng.permutation(len(perms))
+        return [list(perms[idx[k % len(perms)]]) for k in range(rounds)]
+    out = []
+    while len(out) < rounds:
+        base = rng.permutation(depths).tolist()
+        for shift in rng.permutation(d).tolist():
+            out.append(base[shift:] + base[:shift])
+    return out[:rounds]
+
+
+def _settled(times: list, window: int, tol: float) -> bool:
+    last, before = np.median(times[-window:]), np.median(times[-2 * window:-window])
+    return bool(abs(last - before) <= tol * before)
+
+
+def warm_up(fns: dict, timed, orders, *, min_calls: int, max_calls: int | None = None,
+            window: int = 0, tol: float = 0.02) -> dict:
+    """Call every depth of `fns` once per round, in `orders` (cycled), until each one's
+    timing is stable (see the module docstring); window 0: exactly `min_calls` rounds.
+    Returns per depth the calls made, whether it converged and its last window's p50."""
+    need = max(min_calls, 2 * window) if window > 0 else min_calls
     limit = max(max_calls or need, need)
-    times = []
-    while True:
-        times.append(timed(fn)[0])
-        if len(times) >= need:
-            last, before = np.median(times[-window:]), np.median(times[-2 * window:-window])
-            if abs(last - before) <= tol * before:
-                return {"calls": len(times), "converged": True, "p50_ms": float(last) * 1e3}
-        if len(times) >= limit:
-            return {"calls": len(times), "converged": False,
-                    "p50_ms": float(np.median(times[-window:])) * 1e3}
+    times = {d: [] for d in fns}
+    done: dict = {} if need else {d: {"calls": 0, "converged": True, "p50_ms": float("nan")}
+                                  for d in fns}
+    k = 0
+    while len(done) < len(fns):
+        for d in orders[k % len(orders)]:
+            if window <= 0:
+                fns[d]()
+                times[d].append(float("nan"))
+            else:
+                times[d].append(timed(fns[d])[1])
+        k += 1
+        for d, t in times.items():
+            if d in done or len(t) < need:
+                continue
+            if window <= 0 or _settled(t, window, tol) or len(t) >= limit:
+                converged = window <= 0 or _settled(t, window, tol)
+                p50 = float(np.median(t[-window:])) * 1e3 if window > 0 else float("nan")
+                done[d] = {"calls": len(t), "converged": converged, "p50_ms": p50}
+    return {d: done[d] for d in fns}
+
+
+def _visits(fns: dict, timed, orders, stage: str, rows: list, *, first_round: int,
+            discard: int, calls: int, t0: float) -> None:
+    """One round per order: each depth's visit makes `discard` + `calls` recorded calls."""
+    for k, order in enumerate(orders):
+        for d in order:
+            for pos in range(discard + calls):
+                start, wall, event, cpu = timed(fns[d])
+                rows.append((d, first_round + k, stage, pos, pos >= discard, start - t0,
+                             wall, event, cpu))
 
 
 def profile_protocol(models: dict, batch: dict, settings: LatencyProfile, *, run: int,
-                     device: str, aux: dict | None = None, after_warmup=None):
-    """Time `models` (depth -> callable on the batch) with warm-up and interleaved, shuffled
-    rounds, as `settings` says; run `run` draws its visiting orders with seed + run.
-    `aux`: stage -> {depth -> callable()} timed `settings.encode_calls` times per visit
-    after the model calls (full encode(), tokenization); `after_warmup()` runs between
-    warm-up and the timed rounds (e.g. to read the GPU clocks). Returns (rows DataFrame with
-    COLUMNS, {depth: warm-up record})."""
+                     device: str, aux: dict | None = None, after_warmup=None, timed=None):
+    """Time `models` (depth -> callable on the batch) with interleaved warm-up and balanced
+    rounds, as `settings` says; run `run` draws its orders with seed + run. `aux`: stage ->
+    {depth -> callable()} timed in `settings.encode_calls` rounds of their own after the
+    model rounds (full encode(), tokenization); `after_warmup()` runs between warm-up and
+    the timed rounds (e.g. to read the GPU clocks); `timed`: the timer (default
+    `timer(device)`). Returns (rows DataFrame with COLUMNS, {depth: warm-up record})."""
     import torch
 
     s = settings
     rng = np.random.default_rng(s.seed + run)
-    timed = timer(device)
+    timed = timed or timer(device)
     aux = aux or {}
-    rows = []  # (depth, round, stage, wall, event, cpu)
-    warmup = {}
+    depths = sorted(models)
+    orders = balanced_orders(depths, s.rounds, rng)
+    calls = {d: functools.partial(models[d], batch) for d in depths}
+    rows: list = []
     with torch.inference_mode():
-        for depth, model in models.items():
-            warmup[int(depth)] = warm_up(functools.partial(model, batch), timed,
-                                         min_calls=s.warmup_calls, max_calls=s.warmup_max_calls,
-                                         window=s.warmup_window, tol=s.warmup_tolerance)
+        warmup = warm_up(calls, timed, orders, min_calls=s.warmup_calls,
+                         max_calls=s.warmup_max_calls, window=s.warmup_window,
+                         tol=s.warmup_tolerance)
         if after_warmup is not None:
             after_warmup()
-        for rnd in range(s.rounds):
-            for depth in rng.permutation(list(models)).tolist():
-                call = functools.partial(models[depth], batch)
-                for _ in range(s.discard_calls):  # after switching models (cache effects)
-                    call()
-                for _ in range(s.calls_per_round):
-                    rows.append((depth, rnd, "forward", *timed(call)))
-                for stage, fns in aux.items():
-                    for _ in range(s.encode_calls):
-                        rows.append((depth, rnd, stage, *timed(fns[depth])))
-    df = pd.DataFrame(rows, columns=["depth", "round", "stage", "seconds", "event_seconds",
-                                     "cpu_seconds"])
+        t0 = timed(lambda: None)[0]
+        _visits(calls, timed, orders, "forward", rows, first_round=0,
+                discard=s.discard_calls, calls=s.calls_per_round, t0=t0)
+        aux_orders = balanced_orders(depths, s.encode_calls, rng)
+        for stage, fns in aux.items():
+            _visits(fns, timed, aux_orders, stage, rows, first_round=0,
+                    discard=s.discard_calls, calls=1, t0=t0)
+    df = pd.DataFrame(rows, columns=["depth", "round", "stage", "position", "timed",
+                                     "start_s", "seconds", "event_seconds", "cpu_seconds"])
     n, L = batch["input_ids"].shape
     df["run"], df["batch_size"], df["seq_len"], df["device"] = run, n, L, device
     df["depth"] = df["depth"].astype(int)
-    return df[list(COLUMNS)], warmup
+    return df[list(COLUMNS)], {int(d): w for d, w in warmup.items()}
 
 
 def profile(models: dict, batch: dict, settings: LatencyProfile, *, run: int,
-            device: str) -> pd.DataFrame:
+            device: str, timed=None) -> pd.DataFrame:
     """The model calls of `profile_protocol` in the contract's columns only."""
-    df, _ = profile_protocol(models, batch, settings, run=run, device=device)
+    df, _ = profile_protocol(models, batch, settings, run=run, device=device, timed=timed)
     return df[list(contracts.LATENCY_COLUMNS)]

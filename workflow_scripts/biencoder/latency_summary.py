@@ -1,10 +1,15 @@
 """Summary of latency profiling runs: statistics, coherence verdicts, canonical ladder.
 
-`summarize` reduces the per-call rows to per (run, depth) p50 / IQR / p90 and a bootstrap
-CI of the median that resamples whole rounds (settings: `LatencySummary`); `check` checks
-every run's ladder for physical coherence (workflow_scripts/biencoder/coherence.py) and
-gives the summary with each run's verdict, the coherence document (coherence.json) and the
-canonical ladder: per depth the median over the coherent runs of their p50.
+`summarize` reduces each run's calls (the timed ones: position >= discard_calls) to per
+(run, depth) statistics: the raw p50 / IQR / p90 with a bootstrap CI of the median that
+resamples whole rounds, and the run's relative ladder Q_d = t_d / t_ref from a two-way
+fit over rounds x depths (latency_relative.py) with CIs resampling whole rounds, the
+paired increments' CIs, both halves' Q, the fit's residual spread, drift diagnostics and
+the measured cost of the calls after a switch. `check` checks every run
+(workflow_scripts/biencoder/coherence.py) and gives the summary with each run's verdict,
+the coherence document (coherence.json) and the canonical ladder: per depth the median
+over the coherent runs of their Q, times the median over them of the reference depth's
+p50; `absolute_verified` when every coherent run also passed `absolute_stable`.
 
 CLI: python -m workflow_scripts.biencoder.latency_summary --runs run0.parquet ... \
         --settings-json '{...}' --out summary.parquet [--coherence coherence.json] \
@@ -19,7 +24,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.biencoder import coherence
+from workflow_scripts.biencoder import coherence, latency_relative
 from workflow_scripts.biencoder.latency_host import other_work
 from workflow_scripts.core import contracts
 from workflow_scripts.core.settings import LatencySummary, SettingsError
@@ -36,12 +41,57 @@ def _q(x: np.ndarray, q: float) -> float:
     return float(np.quantile(x, q)) * 1e3
 
 
+def _timed(df: pd.DataFrame, stage: str) -> pd.DataFrame:
+    st = df["stage"] if "stage" in df else pd.Series("forward", index=df.index)
+    keep = st == stage
+    if "timed" in df:
+        keep &= df["timed"].astype(bool)
+    return df[keep]
+
+
+def reference_index(depths, reference_depth) -> int:
+    """Column of the reference depth: `reference_depth`, or the shallowest (None)."""
+    depths = [int(d) for d in depths]
+    if reference_depth is None:
+        return int(np.argmin(depths))
+    if int(reference_depth) not in depths:
+        raise ValueError(f"config key latency.reference_depth: {reference_depth} is not one of "
+                         f"the profiled depths {depths}")
+    return depths.index(int(reference_depth))
+
+
+def relative_rows(calls: pd.DataFrame, run: int, settings: LatencySummary) -> pd.DataFrame:
+    """Per depth of one run: the relative ladder, its CIs, both halves, the fit's residual
+    spread, the drift diagnostics and the measured cost of the calls after a switch."""
+    t, depths, start = latency_relative.round_matrix(_timed(calls, "forward"))
+    ref = reference_index(depths, settings.reference_depth)
+    kw = {"nboot": settings.nboot, "level": settings.ci, "seed": settings.seed + 1000 * run}
+    rel = latency_relative.relative_ladder(t, ref, **kw)
+    first, second = latency_relative.halves(t, ref, **kw)
+    drift = latency_relative.drift(rel["alpha"], rel["resid"], start)
+    fwd = calls[calls["stage"] == "forward"] if "stage" in calls else calls
+    nan = np.array([np.nan])
+    out = pd.DataFrame({
+        "depth": depths.astype(int), "ref_depth": int(depths[ref]), "q": rel["q"],
+        "q_ci_low": rel["q_ci_low"], "q_ci_high": rel["q_ci_high"],
+        "step_ci_low": np.concatenate([nan, rel["step_ci_low"]]),
+        "step_ci_high": np.concatenate([nan, rel["step_ci_high"]]),
+        **{f"q{i}{k}": h[f"q{k}"] for i, h in ((1, first), (2, second))
+           for k in ("", "_ci_low", "_ci_high")},
+        "resid_iqr": rel["resid_iqr"], "resid_alpha_corr": drift.pop("resid_alpha_corr"),
+        **drift, "rounds_fit": len(t)})
+    cost = {int(d): latency_relative.switch_cost(g) for d, g in fwd.groupby("depth")}
+    out["switch_cost_first"] = out["depth"].map(
+        {d: c[0] if c else np.nan for d, c in cost.items()}).astype(float)
+    return out
+
+
 def summarize(df: pd.DataFrame, settings: LatencySummary) -> pd.DataFrame:
-    """Per (run, depth) of the model calls: p50, IQR, p90 and a bootstrap CI of the median
-    (resampling whole rounds) in milliseconds; the event and CPU timers' p50; the p50 of
-    full encode() and of tokenization; warm-up and environment columns where present."""
-    stage = df["stage"] if "stage" in df else pd.Series("forward", index=df.index)
-    fwd = df[stage == "forward"]
+    """Per (run, depth) of the timed model calls: p50, IQR, p90 and a bootstrap CI of the
+    median (resampling whole rounds) in milliseconds; the event and CPU timers' p50; the
+    p50 of full encode() and of tokenization; the relative ladder (`relative_rows`);
+    warm-up and environment columns where present."""
+    fwd = _timed(df, "forward")
     rows = []
     for (run, depth), g in fwd.groupby(["run", "depth"], sort=True):
         s = g["seconds"].to_numpy(float)
@@ -57,22 +107,33 @@ def summarize(df: pd.DataFrame, settings: LatencySummary) -> pd.DataFrame:
             v = g[col].to_numpy(float) if col in g else np.array([np.nan])
             row[name] = float(np.median(v)) * 1e3 if np.isfinite(v).all() else float("nan")
         for st in ("encode", "tokenize"):
-            v = df.loc[(stage == st) & (df["run"] == run) & (df["depth"] == depth), "seconds"]
+            aux = _timed(df, st)
+            v = aux.loc[(aux["run"] == run) & (aux["depth"] == depth), "seconds"]
             row[f"{st}_p50_ms"] = _q(v.to_numpy(float), 0.5) if len(v) else float("nan")
         for col in ("warmup_calls", "warmup_converged", *ENV_COLUMNS):
             if col in g:
                 row[col] = g[col].iloc[0]
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    rel = pd.concat([relative_rows(g, int(r), settings).assign(run=r)
+                     for r, g in df.groupby("run", sort=True)], ignore_index=True)
+    return out.merge(rel, on=["run", "depth"], how="left", validate="one_to_one")
+
+
+PER_DEPTH = ("q", "q_ci_low", "q_ci_high", "q1", "q1_ci_low", "q1_ci_high", "q2", "q2_ci_low",
+             "q2_ci_high")
 
 
 def _run_record(s: pd.DataFrame) -> dict:
     s = s.sort_values("depth")
     rec = {"run": int(s["run"].iloc[0]), "depths": s["depth"].to_numpy(float),
            "p50": s["p50_ms"].to_numpy(float), "iqr": s["iqr_ms"].to_numpy(float)}
-    if {"ci_low_ms", "ci_high_ms"} <= set(s):
-        rec["ci_low"] = s["ci_low_ms"].to_numpy(float)
-        rec["ci_high"] = s["ci_high_ms"].to_numpy(float)
+    if "q" in s:
+        rec.update({k: s[k].to_numpy(float) for k in PER_DEPTH})
+        rec["step_ci_low"] = s["step_ci_low"].to_numpy(float)[1:]
+        rec["step_ci_high"] = s["step_ci_high"].to_numpy(float)[1:]
+        rec["resid_iqr"] = float(s["resid_iqr"].iloc[0])
+        rec["drift_range"] = float(s["drift_range"].iloc[0])
     device = s["device"].iloc[0] if "device" in s else "cpu"
     if device == "cuda" and "event_p50_ms" in s:
         rec.update(timer_kind="cuda_event", timer_wall=rec["p50"],
@@ -84,64 +145,129 @@ def _run_record(s: pd.DataFrame) -> dict:
     return rec
 
 
+HOW_TO_READ = {
+    "q": "relative ladder: per depth t_d / t_ref from a two-way fit log t[round, depth] = "
+         "alpha_round + beta_depth (median polish), free of drift that scales every call "
+         "alike; runs[i].relative_ladder holds each run's Q with its CI (whole rounds "
+         "resampled)",
+    "coherent": "a run is coherent when no gate fails: monotone, linear, constant_slope, "
+                "leave_one_out, timers_agree, relative_stable; absolute_stable is reported "
+                "but does not gate",
+    "canonical_ladder": "q: median over the coherent runs of their Q; p50_ms: q times "
+                        "reference_p50_ms (median over the coherent runs of the reference "
+                        "depth's p50); absolute_verified: every coherent run also passed "
+                        "absolute_stable, so the milliseconds hold beyond this run's machine "
+                        "state",
+    "drift": "alpha per round is the machine's speed; drift_range: exp(alpha's 95th - 5th "
+             "percentile) - 1; drift_over_run: the least-squares trend over the run; "
+             "resid_alpha_corr: residuals vs alpha per depth (far from 0: drift that is not "
+             "proportional, e.g. a fixed added delay)",
+    "switch_cost": "per position after switching to a depth, median of (call / the visit's "
+                   "last call) - 1; positions below discard_calls are left out of the ladder",
+}
+
+
 def check(summary: pd.DataFrame, th: coherence.Thresholds | None = None):
-    """(summary with `coherent`, `failed_checks`, `why` and `notes` columns, coherence
-    document, canonical ladder)."""
-    th = th or coherence.Thresholds()
+    """(summary with `coherent`, `absolute_stable`, `failed_checks`, `why` and `notes`
+    columns, coherence document, canonical ladder)."""
+    th = th or coherence.Thresholds.defaults()
     runs = [_run_record(g) for _, g in summary.groupby("run", sort=True)]
     verdicts = coherence.verdicts(runs, th)
     by_run = {v["run"]: v for v in verdicts}
     summary = summary.copy()
-    summary["coherent"] = summary["run"].map(lambda r: by_run[int(r)]["coherent"])
-    summary["failed_checks"] = summary["run"].map(lambda r: ", ".join(by_run[int(r)]["failed"]))
-    summary["why"] = summary["run"].map(
-        lambda r: "; ".join(f"{k}: {w}" for k, w in by_run[int(r)]["why"].items()))
-    notes = {int(r): busy_note(g, "stable" in by_run[int(r)]["failed"])
+    for col, get in (("coherent", lambda v: v["coherent"]),
+                     ("absolute_stable", lambda v: v["absolute_stable"]),
+                     ("failed_checks", lambda v: ", ".join(v["failed"])),
+                     ("why", lambda v: "; ".join(f"{k}: {w}" for k, w in v["why"].items()))):
+        summary[col] = summary["run"].map(lambda r, get=get: get(by_run[int(r)]))
+    notes = {int(r): busy_note(g, not by_run[int(r)]["absolute_stable"])
              for r, g in summary.groupby("run")}
     summary["notes"] = summary["run"].map(lambda r: notes[int(r)])
 
-    wide = summary.pivot(index="run", columns="depth", values="p50_ms").sort_index()
+    wide = summary.pivot(index="run", columns="depth", values="q").sort_index()
     depths = wide.columns.to_numpy()
     coherent = np.array([by_run[int(r)]["coherent"] for r in wide.index])
     ladder, good = _ladder(summary, wide, coherent)
-    p50 = ladder["p50_ms"].to_numpy(float)
+    verified = bool(ladder["absolute_verified"].iloc[0])
+    ref_depth = int(summary["ref_depth"].iloc[0])
     doc = {
+        "how_to_read": HOW_TO_READ,
         "thresholds": dataclasses.asdict(th),
         "depths": [int(d) for d in depths],
+        "reference_depth": ref_depth,
         "coherent_runs": [int(r) for r in good],
+        "absolute_verified": verified,
         "incoherent_runs": [{"run": v["run"], "failed": v["failed"], "why": v["why"]}
                             for v in verdicts if not v["coherent"]],
         "canonical_ladder": {
             "depth": [int(d) for d in depths],
-            "p50_ms": [None if not np.isfinite(x) else round(float(x), 4) for x in p50],
+            "q": _rounded(ladder["q"]), "p50_ms": _rounded(ladder["p50_ms"]),
+            "reference_depth": ref_depth,
+            "reference_p50_ms": _rounded(ladder["ref_p50_ms"])[0],
+            "absolute_verified": verified,
             "runs_used": [int(r) for r in good],
         },
-        "runs": [{**v, "notes": notes[v["run"]], "env": _env_of(summary, v["run"])}
+        "runs": [{**{k: v[k] for k in ("run", "coherent", "absolute_stable", "failed", "why")},
+                  **_run_details(summary, v["run"]), "checks": v["checks"],
+                  "notes": notes[v["run"]], "env": _env_of(summary, v["run"])}
                  for v in verdicts],
     }
     if len(good) and len(depths) >= 2:
         # Unrounded: the report prints the fit from here, and rounding twice could move
         # its last digit.
-        a, b, r2 = coherence.linear_fit(depths, p50)
-        doc["canonical_ladder"]["fit"] = {"a_ms": a, "b_ms_per_layer": b, "r2": r2}
+        a, b, r2 = coherence.linear_fit(depths, ladder["p50_ms"].to_numpy(float))
+        a_rel, b_rel, _ = coherence.linear_fit(depths, ladder["q"].to_numpy(float))
+        doc["canonical_ladder"]["fit"] = {"a_ms": a, "b_ms_per_layer": b, "r2": r2,
+                                          "a_ref": a_rel, "b_ref_per_layer": b_rel}
     return summary, doc, ladder
 
 
+def _rounded(values) -> list:
+    return [None if not np.isfinite(x) else round(float(x), 4) for x in np.asarray(values, float)]
+
+
+def _run_details(summary: pd.DataFrame, run: int) -> dict:
+    """A run's relative ladder, drift diagnostics and switch cost for coherence.json."""
+    s = summary[summary["run"] == run].sort_values("depth")
+    first = s.iloc[0]
+    return {
+        "relative_ladder": {"depth": s["depth"].astype(int).tolist(),
+                            **{k: _rounded(s[k]) for k in PER_DEPTH},
+                            "p50_ms": _rounded(s["p50_ms"])},
+        "drift": {**{k: coherence.plain(float(first[k])) for k in (
+            "drift_range", "drift_full_range", "drift_per_min", "drift_over_run", "minutes",
+            "resid_iqr")}, "resid_alpha_corr": _rounded(s["resid_alpha_corr"]),
+            "rounds": int(first["rounds_fit"])},
+        "switch_cost_first_call": _rounded(s["switch_cost_first"]),
+    }
+
+
 def _ladder(summary: pd.DataFrame, wide: pd.DataFrame, coherent: np.ndarray):
-    """(canonical ladder, the coherent runs) from the per-run p50 table `wide`."""
+    """(canonical ladder, the coherent runs) from the per-run Q table `wide`."""
     depths = wide.columns.to_numpy()
-    p50, used = coherence.canonical_ladder(depths, wide.to_numpy(), coherent)
     good = wide.index[coherent]
-    ladder = pd.DataFrame({"depth": depths.astype(int), "p50_ms": p50, "runs_used": used,
+    ref_depth = int(summary["ref_depth"].iloc[0])
+    ref_rows = summary[(summary["depth"] == ref_depth) & summary["run"].isin(good)]
+    ref_p50 = float(ref_rows["p50_ms"].median()) if len(ref_rows) else float("nan")
+    q, p50, used = coherence.canonical_ladder(depths, wide.to_numpy(), coherent, ref_p50)
+    p50_wide = summary.pivot(index="run", columns="depth", values="p50_ms").sort_index()
+    ladder = pd.DataFrame({"depth": depths.astype(int), "q": q, "p50_ms": p50,
+                           "ref_depth": ref_depth, "ref_p50_ms": ref_p50, "runs_used": used,
                            "runs": ",".join(map(str, good)),
-                           "p50_all_runs_ms": np.median(wide.to_numpy(), axis=0)})
+                           "p50_all_runs_ms": np.median(p50_wide.to_numpy(), axis=0)})
+    used_q = wide.loc[good]
+    # The runs' spread in Q, in the canonical ladder's milliseconds.
+    ladder["min_run_p50_ms"] = (used_q.min().to_numpy(float) * ref_p50 if len(good)
+                                else np.nan)
+    ladder["max_run_p50_ms"] = (used_q.max().to_numpy(float) * ref_p50 if len(good)
+                                else np.nan)
     used_rows = summary[summary["run"].isin(good)].groupby("depth")
-    ladder["min_run_p50_ms"] = ladder["depth"].map(used_rows["p50_ms"].min()).astype(float)
-    ladder["max_run_p50_ms"] = ladder["depth"].map(used_rows["p50_ms"].max()).astype(float)
     for col in ("encode_p50_ms", "tokenize_p50_ms"):
         if col in summary:
             ladder[col] = ladder["depth"].map(used_rows[col].median()).astype(float)
     ladder["coherent"] = ladder["runs_used"] > 0
+    stable = summary[summary["run"].isin(good)].groupby("run")["absolute_stable"].first()
+    ladder["absolute_verified"] = bool(len(good)) and bool(stable.all())
     for col in SETUP_COLUMNS:
         if col in summary:
             ladder[col] = summary[col].iloc[0]
@@ -152,7 +278,8 @@ def busy_note(rows: pd.DataFrame, unstable: bool = False) -> str:
     """What shared the machine with a CPU run. Measured from /proc/stat where recorded: the
     cores other processes kept busy during the timed rounds, and the hypervisor's steal.
     Else the load average (runnable threads, this run's included, a 1-minute mean that also
-    remembers jobs that have just ended) above the run's own threads."""
+    remembers jobs that have just ended) above the run's own threads. `unstable`: the run
+    failed absolute_stable, which a quiet machine then explains."""
     if "device" not in rows or rows["device"].iloc[0] != "cpu":
         return ""
     first = rows.iloc[0]
@@ -166,8 +293,9 @@ def busy_note(rows: pd.DataFrame, unstable: bool = False) -> str:
         quiet = f"nothing else ran: other processes {others:.2f} cores, steal {steal:.0%}"
         if not unstable:
             return quiet
-        return (quiet + "; so the spread is the CPU itself running slower at times (CPU time "
-                "per call tracks wall time), e.g. a virtual machine whose host is shared")
+        return (quiet + "; so the absolute spread is the CPU itself running slower at times "
+                "(CPU time per call tracks wall time), e.g. a virtual machine whose host is "
+                "shared; the relative ladder takes it out")
     need = {"host_cpus", "threads", "loadavg_before", "loadavg_after"}
     if not need <= set(rows):
         return ""
@@ -211,7 +339,7 @@ def main(argv=None) -> None:
     except SettingsError as e:
         ap.error(str(e))
     df = pd.concat([contracts.read_latency(p) for p in a.runs], ignore_index=True)
-    summary, doc, ladder = check(summarize(df, settings))
+    summary, doc, ladder = check(summarize(df, settings), coherence.Thresholds.of(settings))
     contracts.write_parquet(a.out, summary)
     if a.coherence:
         contracts.write_json(a.coherence, doc)

@@ -260,37 +260,72 @@ def ladder_fit(ladder: pd.DataFrame) -> dict:
     return {"a_ms": float(a), "b_ms_per_layer": float(b), "r2": r2}
 
 
+def absolute_note(ladder: pd.DataFrame) -> str:
+    """Whether the canonical ladder's milliseconds are verified (`absolute_verified`)."""
+    if not ladder["coherent"].any():
+        return ""
+    if "absolute_verified" in ladder and bool(ladder["absolute_verified"].iloc[0]):
+        return ("**Absolute milliseconds: verified** (every coherent run also passed "
+                "`absolute_stable`: the machine's speed held, the calls were tight and the "
+                "runs agree in milliseconds).")
+    return ("**Absolute milliseconds: not verified** (a coherent run failed "
+            "`absolute_stable`: the machine's speed drifted or the runs disagree in "
+            "milliseconds). The relative ladder Q is verified; the milliseconds are Q times "
+            "this machine's reference p50 during profiling: compare depths by Q, and time "
+            "on a quiet or dedicated machine for milliseconds to publish.")
+
+
 def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | None = None) -> str:
     """The canonical latency ladder (results/latency/ladder.parquet: per depth the median
-    over the coherent runs of each run's p50), its line fit (`fit`: coherence.json's
+    over the coherent runs of their relative ladder Q, times the reference depth's p50),
+    whether its milliseconds are verified, its line fit (`fit`: coherence.json's
     canonical_ladder.fit; None: fitted here), every run's coherence verdict and the
     incoherent runs with their failed checks (results/latency/summary.parquet)."""
     head = ("## Latency ladder\n\nEncode latency of one fixed pre-tokenized batch"
             + (f" ({_latency_setup(summary)})" if len(summary) else "")
-            + ", all depths in one process per run, depths visited in a fresh random order "
-            "every round.")
-    wide = summary.pivot(index="run", columns="depth", values="p50_ms").sort_index()
+            + ", all depths in one process per run, in rounds of one visit per depth in "
+            "balanced random orders (each depth equally often in each position); the calls "
+            "right after switching to a depth are measured and left out.")
+    value = "q" if "q" in summary else "p50_ms"
+    wide = summary.pivot(index="run", columns="depth", values=value).sort_index()
     depths = wide.columns.to_numpy()
     per_run = summary.groupby("run").first()
     coherent = per_run.loc[wide.index, "coherent"].astype(bool).to_numpy()
     ladder = ladder.sort_values("depth").reset_index(drop=True)
-    table = pd.DataFrame({"depth": ladder["depth"].astype(int), "p50_ms": ladder["p50_ms"],
-                          "runs used": ladder["runs_used"].astype(int)})
+    ref = int(ladder["ref_depth"].iloc[0]) if "ref_depth" in ladder else int(depths.min())
+    table = pd.DataFrame({"depth": ladder["depth"].astype(int)})
+    if "q" in ladder:
+        table[f"Q (× L{ref})"] = [fmt(x, 3) for x in ladder["q"].astype(float)]
+    table["p50_ms"] = ladder["p50_ms"]
+    table["runs used"] = ladder["runs_used"].astype(int)
     for col, name in (("encode_p50_ms", "encode() p50_ms"),
                       ("tokenize_p50_ms", "tokenization p50_ms")):
         if col in ladder:
             table[name] = ladder[col].astype(float)
-    out = [head + " Every run's ladder is checked for physical coherence (monotone, linear, "
-           "constant per-layer slope, leave-one-out prediction, timers agree, stable; "
-           "`results/latency/coherence.json` holds each check's value). The canonical "
-           "ladder is, per depth, the median over the coherent runs only of each run's p50 "
-           "(ms per batch of model calls; `encode()` adds tokenization).\n"]
+    out = [head + " Each run's relative ladder Q = t_depth / t_ref (reference: depth "
+           f"{ref}) comes from a robust two-way fit of log time over rounds × depths, which "
+           "takes out drift that slows every call alike; its CIs resample whole rounds. "
+           "Every run is checked for physical coherence on Q (monotone, linear, constant "
+           "per-layer slope, leave-one-out prediction), for timers that agree and for a "
+           "stable relative ladder (small residuals, narrow CIs, both halves of the run "
+           "agreeing, runs agreeing); `absolute_stable` (steady machine speed, tight calls, "
+           "runs agreeing in milliseconds) is reported without gating "
+           "(`results/latency/coherence.json` holds each check's value). The canonical "
+           "ladder is, per depth, the median over the coherent runs only of their Q, times "
+           "the median over them of the reference depth's p50 (ms per batch of model "
+           "calls; `encode()` adds tokenization).\n"]
     if ladder["coherent"].any():
+        out.append(absolute_note(ladder) + "\n")
         out.append(md_table(table, 2) + "\n")
         if len(ladder) >= 2:
             f = fit or ladder_fit(ladder)
-            out.append(f"Fit: p50 ≈ {f['a_ms']:.2f} + {f['b_ms_per_layer']:.2f} × n_layers ms "
-                       f"(R² {f['r2']:.4f}).\n")
+            line = (f"Fit: p50 ≈ {f['a_ms']:.2f} + {f['b_ms_per_layer']:.2f} × n_layers ms "
+                    f"(R² {f['r2']:.4f})")
+            if "q" in ladder:
+                b, a = np.polyfit(ladder["depth"].to_numpy(float),
+                                  ladder["q"].to_numpy(float), 1)
+                line += f"; in units of depth {ref}: Q ≈ {a:.3f} + {b:.3f} × n_layers"
+            out.append(line + ".\n")
     else:
         out.append("**No profiling run passed the coherence check: there is no canonical "
                    "latency ladder.** The Pareto figure shows the median of all runs, "
@@ -299,8 +334,15 @@ def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | Non
         "run": wide.index.astype(int),
         "verdict": ["coherent" if c else "INCOHERENT" for c in coherent],
         "failed checks": [per_run.loc[r, "failed_checks"] or "–" for r in wide.index],
-        **{f"p50 L{int(d)} (ms)": wide[d].to_numpy() for d in depths},
+        **{(f"Q L{int(d)}" if value == "q" else f"p50 L{int(d)} (ms)"): wide[d].to_numpy()
+           for d in depths},
     })
+    if "absolute_stable" in per_run:
+        verdicts["absolute stable"] = ["yes" if per_run.loc[r, "absolute_stable"] else "no"
+                                       for r in wide.index]
+    for col, name in (("resid_iqr", "fit residual IQR"), ("drift_range", "drift range")):
+        if col in per_run:
+            verdicts[name] = per_run.loc[wide.index, col].astype(float).to_numpy()
     if "iqr_ms" in summary:
         ratio = (summary.iqr_ms / summary.p50_ms).groupby(summary.run).max()
         verdicts["max IQR/median"] = verdicts.run.map(ratio).astype(float)
@@ -315,7 +357,7 @@ def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | Non
                          + (f" — {why}" if why else "") + (f" (note: {note})" if note else ""))
         out.append("\n".join(lines) + "\n")
     else:
-        out.append("Every run passed every check.\n")
+        out.append("Every run passed every gate.\n")
     return "\n".join(out)
 
 

@@ -1,7 +1,9 @@
 """Latency claims, read from the profiling runs (results/latency/run<r>.parquet) and the
-coherence document: the ratio of two depths' canonical p50 (median over the coherent runs)
-with a bootstrap over coherent runs and, within each, whole rounds (every round times every
-depth, so rounds pair the depths); and whether the canonical ladder is coherent.
+coherence document: the ratio of two depths on the canonical ladder (each depth's median
+over the coherent runs of their relative ladder Q, which the drift of the machine leaves
+alone) with a bootstrap over coherent runs and, within each, whole rounds (every round
+times every depth, so rounds pair the depths); and whether the canonical ladder is
+coherent.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from workflow_scripts.biencoder import coherence as coh
+from workflow_scripts.biencoder import latency_relative as rel
 from workflow_scripts.claims.data import Data
 from workflow_scripts.claims.spec import Member
 
@@ -44,29 +47,30 @@ def decide_latency(m: Member, data: Data, ci: float, nboot: int, seed: int) -> d
 
 def latency_ratio(calls: pd.DataFrame, runs, depth_a: int, depth_b: int, *, ci: float,
                   nboot: int, seed: int) -> tuple[float, float, float, np.ndarray]:
-    """p50(b) / p50(a) of the canonical ladder (median over `runs` of each run's p50), a
-    percentile interval and the bootstrap samples (runs resampled, then whole rounds)."""
-    if "stage" in calls:
-        calls = calls[calls["stage"] == "forward"]
-    per_run = []
-    for r in runs:
-        g = calls[calls["run"] == r]
-        rounds = sorted(g["round"].unique())
-        per_run.append([[g.loc[(g["round"] == k) & (g["depth"] == d), "seconds"].to_numpy(float)
-                         for k in rounds] for d in (depth_a, depth_b)])
+    """Q(b) / Q(a) of the canonical ladder (median over `runs` of each run's Q from the
+    two-way fit over rounds x depths), a percentile interval and the bootstrap samples
+    (runs resampled, then whole rounds within each)."""
+    calls = calls[calls["stage"] == "forward"] if "stage" in calls else calls
+    if "timed" in calls:
+        calls = calls[calls["timed"].astype(bool)]
+    log_q, boot = [], []
+    for i, r in enumerate(runs):
+        g = calls[(calls["run"] == r) & calls["depth"].isin([depth_a, depth_b])]
+        t, depths, _ = rel.round_matrix(g)
+        cols = [list(depths).index(d) for d in (depth_a, depth_b)]
+        log_q.append(rel.fit(t, 0)["log_q"][cols])
+        boot.append(rel.bootstrap_log_q(t, 0, nboot=nboot, seed=seed + 7919 * i)[:, cols])
+    log_q, boot = np.stack(log_q), np.stack(boot)  # [runs, 2], [runs, nboot, 2]
 
-    def canon(picks) -> float:
-        p50 = [[np.median(np.concatenate([per_run[r][i][k] for k in ks])) for r, ks in picks]
-               for i in (0, 1)]
-        return float(np.median(p50[1]) / np.median(p50[0]))
+    def canon(q) -> np.ndarray:  # q [..., runs, 2]
+        med = np.median(np.exp(q), axis=-2)
+        return med[..., 1] / med[..., 0]
 
-    est = canon([(r, range(len(per_run[r][0]))) for r in range(len(runs))])
+    est = float(canon(log_q))
     rng = np.random.default_rng(seed)
-    samples = np.empty(nboot)
-    for i in range(nboot):
-        picked = rng.integers(len(runs), size=len(runs))
-        samples[i] = canon([(r, rng.integers(len(per_run[r][0]), size=len(per_run[r][0])))
-                            for r in picked])
+    picked = rng.integers(len(runs), size=(nboot, len(runs)))
+    which = rng.integers(nboot, size=(nboot, len(runs)))
+    samples = canon(boot[picked, which])
     lo, hi = np.quantile(samples, [(1 - ci) / 2, (1 + ci) / 2])
     return est, float(lo), float(hi), samples
 
@@ -82,15 +86,17 @@ def coherence_verdict(doc: dict) -> dict:
                 + "; ".join(f"run {r['run']}: {', '.join(f)}" for r, f in zip(runs, shape_fail,
                                                                                strict=True))}
     ladder = doc.get("canonical_ladder", {})
-    p50 = ladder.get("p50_ms") or []
-    if not doc.get("coherent_runs") or any(x is None for x in p50):
+    q = ladder.get("q") or []
+    if not doc.get("coherent_runs") or not q or any(x is None for x in q):
         return {"verdict": "inconclusive", "note": "no coherent latency run"}
-    checks = coh.check_run({"depths": ladder["depth"], "p50": p50})
+    checks = coh.check_run({"depths": ladder["depth"], "q": q})
     failed = [n for n in coh.failed(checks) if n in SHAPE_CHECKS]
     if failed:
         return {"verdict": "refuted", "note": "canonical ladder fails " + ", ".join(failed)}
     fit = ladder.get("fit") or {}
     what = (f"p50 = {fit['a_ms']:.2f} + {fit['b_ms_per_layer']:.3f}·n ms, R² {fit['r2']:.3f}"
             if fit else "")
+    if what and not ladder.get("absolute_verified", doc.get("absolute_verified", False)):
+        what += "; the milliseconds are not verified on this machine (absolute_stable)"
     return {"verdict": "supported", "note": "canonical ladder passes monotone, linear, "
             "constant slope and leave-one-out" + (f" ({what})" if what else "")}

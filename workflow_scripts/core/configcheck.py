@@ -57,6 +57,10 @@ def cross_errors(config: dict) -> list[str]:
     if "recipes" not in config:
         return msgs
     msgs += depth_errors(config) + eval_step_errors(config["recipes"])
+    ref = config.get("latency", {}).get("reference_depth")
+    if ref is not None and ref not in config["depths"]:
+        msgs.append(f"config key latency.reference_depth: {ref} is not one of depths "
+                    f"{config['depths']}")
     datasets = config["datasets"]
     roles = [("train_data", config["train_data"], "train")] + [
         (f"benchmarks[{i}]", b, "benchmark") for i, b in enumerate(config["benchmarks"])]

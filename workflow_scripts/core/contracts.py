@@ -20,8 +20,11 @@ if TYPE_CHECKING:  # pandas costs ~0.4 s to import; jobs that never write parque
 
 METRICS = ("ndcg@10", "recall@100", "map@100", "mrr@10")
 RUN_KEYS = ("recipe", "strategy", "depth", "seed", "benchmark")
+# Every call of a profiling run's rounds: `position` after switching to the depth, `timed`
+# (position >= discard_calls: the calls the ladder uses), `start_s` on the run's clock.
 LATENCY_COLUMNS = (
-    "run", "depth", "round", "batch_size", "seq_len", "device", "seconds", "event_seconds",
+    "run", "depth", "round", "position", "timed", "start_s", "batch_size", "seq_len",
+    "device", "seconds", "event_seconds",
 )
 # Labels the stats tables use: the untrained truncated base as a recipe (seed -1 in its
 # evaluation files), and the stratified aggregate of the benchmarks as a benchmark.
