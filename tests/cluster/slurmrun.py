@@ -188,17 +188,34 @@ def slurm_outputs(cfg: dict) -> set[str]:
         | {f"results/eval/base/{s}{d}/{b}.parquet" for s, d in bases
            for b in cfg["benchmarks"]}
         | {f"results/latency/run{r}.parquet" for r in range(cfg["latency"]["runs"])}
+        | {f"checkpoints/{r}/{s}{d}/seed{seed}/steps/step{n}/model.safetensors"
+           for r, s, d, seed in models for n in snapshot_steps(cfg["recipes"][r])}
+        | {f"results/eval/{r}/{s}{d}/seed{seed}/steps/{b}.parquet" for r, s, d, seed in models
+           if snapshot_steps(cfg["recipes"][r]) for b in cfg["benchmarks"]}
     )
+
+
+def snapshot_steps(recipe: dict) -> list[int]:
+    """The learning-curve snapshots a recipe's training writes (its last step is the model)."""
+    return [n for n in recipe.get("eval_steps", []) if n < recipe["steps"]]
+
+
+def _curve_models(cfg: dict) -> int:
+    return sum(len(spec["seeds"]) for spec in cfg["recipes"].values()
+               if snapshot_steps(spec)) * len(cfg["strategies"]) * len(cfg["depths"])
 
 
 def expected_submissions(cfg: dict, *, groups: bool = True) -> int:
     """SLURM jobs the study takes: one per training and latency run, and with groups one per
-    model for its evaluations (else one per evaluation)."""
+    model for its evaluations, its snapshots' included (else one per evaluation)."""
     n_models = sum(len(spec["seeds"]) for spec in cfg["recipes"].values()) * len(
         cfg["strategies"]) * len(cfg["depths"])
     n_bases = len(cfg["strategies"]) * len(cfg["depths"])
     per_model = 1 if groups else len(cfg["benchmarks"])
-    return n_models + (n_models + n_bases) * per_model + cfg["latency"]["runs"]
+    # Snapshot evaluations join their model's group; without groups one job per benchmark.
+    curve_jobs = 0 if groups else _curve_models(cfg) * len(cfg["benchmarks"])
+    return (n_models + (n_models + n_bases) * per_model + curve_jobs
+            + cfg["latency"]["runs"])
 
 
 def expected_comments(cfg: dict) -> list[str]:
@@ -208,7 +225,9 @@ def expected_comments(cfg: dict) -> list[str]:
               for d in cfg["depths"] for seed in spec["seeds"]]
     return sorted(
         [f"rule_train_wildcards_{r}_{s}_{d}_{seed}" for r, s, d, seed in models]
-        + [f"rule_eval_{r}_{s}{d}_seed{seed}_evaluate_trained" for r, s, d, seed in models]
+        + [f"rule_eval_{r}_{s}{d}_seed{seed}_"
+           + ("evaluate_steps_evaluate_trained" if snapshot_steps(cfg["recipes"][r])
+              else "evaluate_trained") for r, s, d, seed in models]
         + [f"rule_eval_base_{s}{d}_evaluate_base" for s in cfg["strategies"]
            for d in cfg["depths"]]
         + [f"rule_latency_run_wildcards_{r}" for r in range(cfg["latency"]["runs"])])
@@ -221,7 +240,10 @@ def problems(jobs: list[SlurmJob], submitted: set[str], expected_outputs: set[st
     a failed job, the wrong partition, a job without its GPU, a local rule run on SLURM."""
     found = []
     written = set().union(*(j.outputs for j in jobs))
-    for f in sorted(expected_outputs - written):
+    def by_slurm(f: str) -> bool:  # the file, or a directory output holding it
+        return f in written or any(str(d) in written for d in Path(f).parents)
+
+    for f in sorted(f for f in expected_outputs if not by_slurm(f)):
         found.append(f"{f}: written by no SLURM job (ran locally?)")
     for f in sorted(written & local_outputs):
         found.append(f"{f}: a localrule's output, written inside a SLURM job")

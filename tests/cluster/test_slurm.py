@@ -35,14 +35,15 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def runs(cluster, tiny_model, tmp_path_factory):
-    """The same tiny config run locally (up to the stats) and through SLURM (everything)."""
+    """The same tiny config run locally (up to the stats and the learning curves) and through
+    SLURM (everything)."""
     tmp = tmp_path_factory.mktemp("cluster")
     cfg = slurmrun.cluster_config(tiny_config(tiny_model))
     configfile = tmp / "cluster.yaml"
     configfile.write_text(yaml.safe_dump(cfg))
     local = tmp / "local"
     slurmrun.run_snakemake(local, "--configfile", str(configfile), "--cores", "2",
-                           "results/stats/ci.parquet")
+                           "results/stats/ci.parquet", "results/stats/curves.parquet")
     profile = slurmrun.ci_profile(tmp / "profile")
     run = slurmrun.run_on_slurm(tmp / "slurm", configfile, profile)
     print(f"SLURM run: {run.seconds:.0f} s, {len(run.submitted)} SLURM jobs")
@@ -73,13 +74,15 @@ def test_outputs_equal_a_local_run(runs):
         pd.testing.assert_frame_equal(pd.read_parquet(local / f),
                                       pd.read_parquet(run.workdir / f), obj=f)
     stats = sorted((local / "results/stats").glob("*.parquet"))
-    assert len(stats) == 6
+    assert len(stats) == 6 + 4  # the stats tables and the learning curves'
     for f in stats:
         pd.testing.assert_frame_equal(pd.read_parquet(f),
                                       pd.read_parquet(run.workdir / "results/stats" / f.name),
                                       obj=f.name)
     models = sorted((local / "checkpoints").rglob("model.safetensors"))
-    assert len(models) == 4
+    # The final models and the learning curve's snapshots.
+    assert len(models) == len({f for f in slurmrun.slurm_outputs(cfg)
+                               if f.startswith("checkpoints/")})
     for f in models:
         twin = run.workdir / f.relative_to(local)
         assert _sha(f) == _sha(twin), twin
