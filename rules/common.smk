@@ -10,6 +10,7 @@ from pathlib import Path
 from workflow_scripts.core import settings as stage_settings
 from workflow_scripts.core.codedeps import code_files
 from workflow_scripts.core.contracts import CURVE_TABLES, STATS_TABLES
+from workflow_scripts.core.contracts import snapshot_steps as _snapshot_steps
 
 ROOT = Path(workflow.basedir)
 CONDA_ENV = "../envs/depthlab.yaml"
@@ -140,8 +141,7 @@ def expected_grid():
 def snapshot_steps(recipe):
     """A recipe's learning-curve steps that get a snapshot: all but its last step, whose
     point is the final model."""
-    spec = RECIPES[recipe]
-    return [n for n in spec["eval_steps"] if n < spec["steps"]]
+    return _snapshot_steps(RECIPES[recipe]["eval_steps"], RECIPES[recipe]["steps"])
 
 
 def curve_models():

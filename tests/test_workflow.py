@@ -148,6 +148,15 @@ def _dry(wd, cfg, *extra):
     return proc.stdout + proc.stderr
 
 
+def _dry_edited(wd, cfg, tmp_path, edit) -> str:
+    """The dry run of the finished tiny study under its config as `edit(conf)` changes it."""
+    conf = yaml.safe_load(cfg.read_text())
+    edit(conf)
+    changed = tmp_path / "edited.yaml"
+    changed.write_text(yaml.safe_dump(conf))
+    return _dry(wd, changed)
+
+
 @pytest.mark.slow
 def test_moved_study_has_nothing_to_do(tiny_run):
     """Code inputs are relative to the workflow folder: a moved clone reruns nothing."""
@@ -196,12 +205,12 @@ def test_code_change_reruns_exactly_the_stages_that_import_it(tiny_run, module):
 @pytest.mark.slow
 def test_added_seed_trains_only_the_new_seed(tiny_run, tmp_path):
     wd, cfg, _ = tiny_run
-    conf = yaml.safe_load(cfg.read_text())
-    conf["recipes"]["r1"]["seeds"].append(3)
-    conf["recipes"]["r4"]["checkpoint_every"] = 2  # changes no model: retrains nothing
-    more = tmp_path / "more.yaml"
-    more.write_text(yaml.safe_dump(conf))
-    jobs = planned_jobs(_dry(wd, more))
+
+    def edit(conf):
+        conf["recipes"]["r1"]["seeds"].append(3)
+        conf["recipes"]["r4"]["checkpoint_every"] = 2  # changes no model: retrains nothing
+
+    jobs = planned_jobs(_dry_edited(wd, cfg, tmp_path, edit))
     counts = {}
     for rule, _, _ in jobs:
         counts[rule] = counts.get(rule, 0) + 1
@@ -216,11 +225,8 @@ def test_added_seed_trains_only_the_new_seed(tiny_run, tmp_path):
 @pytest.mark.slow
 def test_changed_setting_reruns_only_the_stages_that_read_it(tiny_run, tmp_path):
     wd, cfg, _ = tiny_run
-    conf = yaml.safe_load(cfg.read_text())
-    conf["stats"]["equivalence_epsilon"] = 0.02
-    changed = tmp_path / "eps.yaml"
-    changed.write_text(yaml.safe_dump(conf))
-    jobs = planned_jobs(_dry(wd, changed))
+    jobs = planned_jobs(_dry_edited(
+        wd, cfg, tmp_path, lambda conf: conf["stats"].update(equivalence_epsilon=0.02)))
     by_params = {rule for rule, reason, _ in jobs if "Params have changed" in reason}
     assert by_params == {"stats"}
     assert not {"train", "evaluate_trained", "evaluate_base", "latency_run"} & {
@@ -230,18 +236,14 @@ def test_changed_setting_reruns_only_the_stages_that_read_it(tiny_run, tmp_path)
 @pytest.mark.slow
 def test_changed_curve_settings_rerun_only_their_recipe_and_stage(tiny_run, tmp_path):
     wd, cfg, _ = tiny_run
-    conf = yaml.safe_load(cfg.read_text())
-    conf["stats"]["onset_epsilon"] = 0.02
-    changed = tmp_path / "onset.yaml"
-    changed.write_text(yaml.safe_dump(conf))
-    jobs = planned_jobs(_dry(wd, changed))
+    jobs = planned_jobs(_dry_edited(
+        wd, cfg, tmp_path, lambda conf: conf["stats"].update(onset_epsilon=0.02)))
     assert {rule for rule, reason, _ in jobs if "Params have changed" in reason} == {"curves"}
     assert {rule for rule, _, _ in jobs} == {"curves", "figure_learning_curves", "report",
                                              "usage", "all"}
-    conf["stats"]["onset_epsilon"] = 0.01  # the schema default
-    conf["recipes"]["r4"]["eval_steps"] = [4, 8]  # one snapshot fewer: r4's curve only
-    changed.write_text(yaml.safe_dump(conf))
-    out = _dry(wd, changed)
+    # One snapshot fewer: r4's curve only.
+    out = _dry_edited(wd, cfg, tmp_path,
+                      lambda conf: conf["recipes"]["r4"].update(eval_steps=[4, 8]))
     counts = job_counts(out)
     assert counts["train"] == 4 and counts["evaluate_steps"] == 4 * len(TINY_BENCHMARKS)
     assert set(re.findall(r"wildcards: recipe=(\w+)", out)) == {"r4"}
@@ -258,11 +260,9 @@ def test_edited_claim_reruns_only_the_claims_their_figure_and_the_report(tiny_ru
     assert (wd / "results/figures/claims.png").stat().st_size > 10_000
     results = (wd / "results/RESULTS.md").read_text()
     assert results.index("## Claims") < results.index("## Mean")
-    conf = yaml.safe_load(cfg.read_text())
-    conf["claims"][1]["threshold"] = 0.01
-    edited = tmp_path / "edited.yaml"
-    edited.write_text(yaml.safe_dump(conf))
-    assert {rule for rule, _, _ in planned_jobs(_dry(wd, edited))} == {
+    edited = _dry_edited(wd, cfg, tmp_path,
+                         lambda conf: conf["claims"][1].update(threshold=0.01))
+    assert {rule for rule, _, _ in planned_jobs(edited)} == {
         "claims", "claims_figure", "report", "all"}
 
 
@@ -304,7 +304,7 @@ def _expected_counts(cfg: dict) -> dict[str, int]:
         "figure_seed_variance": 1, "figure_per_benchmark_degradation": 1,
         "claims": 1, "claims_figure": 1,
         "evaluate_steps": sum(len(r["seeds"]) for r in cfg["recipes"].values()
-                              if [n for n in r.get("eval_steps", []) if n < r["steps"]]
+                              if contracts.snapshot_steps(r.get("eval_steps", []), r["steps"])
                               ) * len(cfg["depths"]) * len(cfg["strategies"]) * n_bench,
     }
 

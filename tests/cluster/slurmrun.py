@@ -17,6 +17,8 @@ from pathlib import Path
 import yaml
 from conftest import snakemake  # tests/ is on sys.path: pytest's conftest dir, or the bench's
 
+from workflow_scripts.core import contracts
+
 ROOT = Path(__file__).resolve().parents[2]
 PARTITION = "local"  # up.sh's partition
 # Rules that the SLURM profile sends to the cluster; every other rule of the bi-encoder study
@@ -197,7 +199,7 @@ def slurm_outputs(cfg: dict) -> set[str]:
 
 def snapshot_steps(recipe: dict) -> list[int]:
     """The learning-curve snapshots a recipe's training writes (its last step is the model)."""
-    return [n for n in recipe.get("eval_steps", []) if n < recipe["steps"]]
+    return contracts.snapshot_steps(recipe.get("eval_steps", []), recipe["steps"])
 
 
 def _curve_models(cfg: dict) -> int:

@@ -105,12 +105,6 @@ def _log_last_step():
     return LogLastStep()
 
 
-def snapshot_steps(eval_steps, steps: int) -> list[int]:
-    """The learning curve's steps that get a snapshot: all but the last step, whose point is
-    the final model itself."""
-    return [int(n) for n in eval_steps if int(n) < steps]
-
-
 def _snapshots(model, stage_dir: Path, steps: list[int]):
     """A trainer callback that saves the model's weights (a sentence-transformers folder,
     safetensors, no optimizer state) at each of `steps`, atomically, into stage_dir/stepN.
@@ -204,7 +198,7 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     every = int(checkpoint_every)
     state_dir = Path(state_dir or f"{Path(out_dir)}.trainer")
     resume = last_checkpoint(state_dir) if every else None
-    snaps, stage_dir = snapshot_steps(eval_steps, steps), state_dir / "snapshots"
+    snaps, stage_dir = contracts.snapshot_steps(eval_steps, steps), state_dir / "snapshots"
     lost = missing_snapshots(stage_dir, snaps, resume)
     if lost:
         print(f"{resume} is past snapshot step(s) {', '.join(map(str, lost))} that "

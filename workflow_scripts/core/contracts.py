@@ -294,6 +294,12 @@ def read_usage(path) -> pd.DataFrame:
     return df
 
 
+def snapshot_steps(eval_steps, steps: int) -> list[int]:
+    """The learning curve's steps that get a snapshot (checkpoints/.../steps/step<N>): all
+    but the last step, whose point is the final model itself."""
+    return [int(n) for n in eval_steps if int(n) < steps]
+
+
 def order_recipes(recipes, budget_order) -> list[str]:
     """Trained recipes (the base left out) in budget order, smallest first; recipes the
     order does not name go last, by name."""
