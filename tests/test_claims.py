@@ -354,11 +354,25 @@ def _write_eval(path, recipe, depth, seed, bench, scores, qids):
     df.to_parquet(path)
 
 
+def _write_onsets(stats, config, onset: float) -> None:
+    """The curves stage's onset tables for b32_80k: every bootstrap sample at `onset`."""
+    ident = [{"metric": "ndcg@10", "recipe": "b32_80k", "strategy": "top", "depth": d,
+              "benchmark": "all"} for d in config["depths"]]
+    onsets = pd.DataFrame([{**i, "epsilon": 0.01, "best_step": onset, "onset_step": onset,
+                            "detected_step": onset + 20000, "onset_ci_low": onset,
+                            "onset_ci_high": onset, "p_onset": 1.0,
+                            "interval": "multibootstrap", "resample": "seeds,examples",
+                            "ci": 0.95, "nboot": 1000} for i in ident])
+    dist = pd.DataFrame([{**i, "onset_step": onset, "share": 1.0} for i in ident])
+    for name, table in (("curves_onset", onsets), ("curves_onset_dist", dist)):
+        contracts.write_parquet(stats / f"{name}.parquet", table)
+
+
 def test_paper_claims_on_synthetic_per_query_files(tmp_path):
     config = cli.read_config([ROOT / "config/paper.yaml"])
     g = spec.grid_from_config(config)
     claims = spec.parse(config["claims"], g)
-    assert len(claims) == 6 and not any(c.not_applicable for c in claims)
+    assert len(claims) == 7 and not any(c.not_applicable for c in claims)
     rng = np.random.default_rng(11)
     results = tmp_path / "results"
     # 20K means near the paper's, 80K lower, fiqa dropping most.
@@ -383,17 +397,20 @@ def test_paper_claims_on_synthetic_per_query_files(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         calls[calls.run == r].to_parquet(path)
     (results / "latency/coherence.json").write_text(json.dumps(coherence_doc(calls)))
+    _write_onsets(results / "stats", config, onset=40000.0)
     assert all(p.exists() for p in layout.input_files(results, g, claims))
     cli.main(["--config", str(ROOT / "config/paper.yaml"), "--results", str(results),
               "--threads", "1"])
     table = pd.read_parquet(results / "claims.parquet")
     heads = table[table.row == "claim"].set_index("claim")
-    assert len(heads) == 6 and "not-applicable" not in set(heads.verdict)
+    assert len(heads) == 7 and "not-applicable" not in set(heads.verdict)
+    assert heads.loc["decline-after-20k", "verdict"] == "supported"
     assert heads.loc["degradation-80k", "verdict"] == "supported"
     assert heads.loc["degradation-on-fiqa", "verdict"] == "supported"
     # Latency: 12.3 + 0.33 n ms gives p50(L6)/p50(L12) = 0.877 > 0.85: refuted.
     assert heads.loc["latency-linear-l6-faster", "verdict"] == "refuted"
-    one_seed = table[(table.row == "member") & table.member.str.contains("b32_80k")]
+    one_seed = table[(table.row == "member") & (table.study == "biencoder")
+                     & table.member.str.contains("b32_80k")]
     assert one_seed.caveats.str.contains("b32_80k").all()
     assert "## Claims" in (results / "claims.md").read_text()
 

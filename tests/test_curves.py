@@ -156,3 +156,85 @@ def test_figure_and_report_section_read_the_curve_tables(tmp_path):
                                    ("curves", "curves_change", "curves_onset")))
     row = next(line for line in text.splitlines() if line.startswith("| r | top | 2 | all"))
     assert "| 80 | none | [none, none] | 0.000 | 80 → 80 | 0.0000 [0.0000, 0.0000] | – |" in row
+
+
+# ---------------------------------------------------------------------------------------
+# The onset as a claim (claims/onset.py): decided on the tables the curves stage writes
+# ---------------------------------------------------------------------------------------
+def _claims_grid():
+    from workflow_scripts.claims import spec
+
+    conf = {"recipes": {"r": {"seeds": list(SEEDS), "eval_steps": list(STEPS[1:])},
+                        "q": {"seeds": list(SEEDS)}},
+            "depths": [2], "strategies": ["top"], "benchmarks": ["b1", "b2"],
+            "stats": {"metric": "ndcg@10"}}
+    return spec.grid_from_config(conf)
+
+
+def _decide_onset(tmp_path, claim):
+    from workflow_scripts.claims import data, decide, spec
+
+    g = _claims_grid()
+    claims = spec.parse([{"id": "x", "statement": "s", "estimate": "onset",
+                          "arm": {"recipe": "r"}, **claim}], g)
+    table = decide.decide(claims, data.load(tmp_path, g, claims), decide.Options())
+    return table.iloc[0]
+
+
+@pytest.mark.parametrize(("claim", "expected"), [
+    ({"test": "after", "step": 40}, "supported"),   # the decline begins after step 40
+    ({"test": "after", "step": 30}, "supported"),
+    ({"test": "after", "step": 60}, "refuted"),     # it began before 60
+    ({"test": "before", "step": 60}, "supported"),
+    ({"test": "before", "step": 40}, "refuted"),
+    ({"test": "no_decline"}, "refuted"),
+])
+def test_onset_claims_on_a_curve_that_declines_after_step_40(tmp_path, claim, expected):
+    _run(tmp_path, RISE_PLATEAU_DECLINE)
+    row = _decide_onset(tmp_path, claim)
+    assert row["verdict"] == expected
+    assert row["estimate"] == 40 and row["member"] == "onset of r/top2 [all]"
+
+
+@pytest.mark.parametrize(("claim", "expected"), [
+    ({"test": "no_decline"}, "supported"),
+    ({"test": "after", "step": 10}, "refuted"),   # no decline is not a decline after 10
+    ({"test": "before", "step": 80}, "refuted"),
+])
+def test_onset_claims_on_a_monotone_curve(tmp_path, claim, expected):
+    _run(tmp_path, MONOTONE)
+    row = _decide_onset(tmp_path, claim)
+    assert row["verdict"] == expected and np.isnan(row["estimate"])
+
+
+def test_onset_claim_markdown_states_steps_and_none(tmp_path):
+    from workflow_scripts.claims import render
+
+    _run(tmp_path, MONOTONE)
+    row = _decide_onset(tmp_path, {"test": "no_decline"})
+    assert render.estimate_text(row.to_dict()) == "none [∞, ∞]"
+    assert render.threshold_text("after", 40.0, None) == "onset ≥ step 40"
+
+
+@pytest.mark.parametrize(("claim", "message"), [
+    ({"test": "after"}, "step: missing; an onset after test needs the step"),
+    ({"test": "greater"}, "test: missing or unknown for an onset ('greater')"),
+    ({"test": "no_decline", "step": 3}, "step: an onset no_decline test does not take it"),
+    ({"test": "after", "step": 3, "arm": {"recipe": "q"}}, "arm.recipe: 'q' is not in"),
+    ({"test": "after", "step": 3, "metric": "mrr@10"}, "computed for ndcg@10"),
+])
+def test_bad_onset_claims_name_the_key(claim, message):
+    from workflow_scripts.claims import spec
+
+    with pytest.raises(spec.ClaimError, match="claims\\[0\\]") as e:
+        spec.parse([{"id": "x", "statement": "s", "estimate": "onset",
+                     "arm": {"recipe": "r"}, **claim}], _claims_grid())
+    assert message in str(e.value)
+
+
+def test_onset_test_on_a_contrast_is_an_error():
+    from workflow_scripts.claims import spec
+
+    with pytest.raises(spec.ClaimError, match="after is a test of a learning curve's onset"):
+        spec.parse([{"id": "x", "statement": "s", "a": {"recipe": "q"}, "b": {"recipe": "r"},
+                     "test": "after", "step": 3}], _claims_grid())

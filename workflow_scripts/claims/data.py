@@ -29,6 +29,8 @@ class Data:
     ladder: dict = field(default_factory=dict)
     latency_calls: pd.DataFrame | None = None
     coherence: dict | None = None
+    onsets: pd.DataFrame | None = None  # results/stats/curves_onset.parquet
+    onset_dist: pd.DataFrame | None = None  # results/stats/curves_onset_dist.parquet
     missing: dict = field(default_factory=dict)
 
 
@@ -40,6 +42,10 @@ def load(results, grid: Grid, claims: list[Claim]) -> Data:
         gone = [f for f in files if not f.exists()]
         if gone:
             data.missing[(study, key)] = gone[0]
+        elif study == "curves":
+            if data.onsets is None:
+                data.onsets, data.onset_dist = (contracts.read_stats(f.parent, f.stem)
+                                                for f in files)
         elif study != "latency":
             present[study].append(files)
         else:

@@ -13,7 +13,7 @@ both interval methods serve every kind:
   ratio                 metric(b) / metric(a): a test of ratio vs rho is a test of
                         b - rho * a vs 0; the interval is Fieller's, the rho where that
                         contrast's interval just reaches 0
-Latency claims: claims/latency.py.
+Latency claims: claims/latency.py; a learning curve's onset: claims/onset.py.
 
 Tests at level alpha = (1 - ci) / 2 one-sided, so a single claim is decided exactly when its
 ci interval lies on one side of the threshold.
@@ -31,6 +31,7 @@ from scipy import optimize
 
 from workflow_scripts.claims.data import Data
 from workflow_scripts.claims.latency import decide_latency
+from workflow_scripts.claims.onset import decide_onset
 from workflow_scripts.claims.spec import ALL_BENCHMARKS, Claim, Member, arm_label
 from workflow_scripts.core import calibrated as cal
 from workflow_scripts.core import intervals
@@ -177,6 +178,8 @@ def decide_member(m: Member, data: Data, options: Options) -> dict:
     """The member's estimate, interval, p_support and p_refute (before Holm)."""
     if m.study == "latency":
         return decide_latency(m, data, options.ci, options.latency_nboot, options.latency_seed)
+    if m.study == "curves":
+        return decide_onset(m, data)
     opts, threads = options.for_study(m.study), options.threads
     c = contrast(m, data)
     ratio = m.estimate == "ratio"
@@ -271,8 +274,8 @@ def decide_claim(claim: Claim, data: Data, options: Options) -> list[dict]:
             rows.append({"verdict": "not-applicable", "note": f"{gone[0]} is missing"})
         else:
             rows.append(decide_member(m, data, options))
-    ci = {m.study: options.for_study(m.study)["ci"] if m.study != "latency" else options.ci
-          for m in claim.members}
+    ci = {m.study: options.for_study(m.study)["ci"] if m.study not in ("latency", "curves")
+          else options.ci for m in claim.members}
     alpha = (1 - min(ci.values())) / 2
     live = [i for i, r in enumerate(rows) if r.get("verdict") != "not-applicable"]
     for col in ("p_support", "p_refute"):

@@ -31,6 +31,13 @@ def latency_files(results: Path, grid: Grid) -> list[Path]:
         results / "latency" / "coherence.json"]
 
 
+def curve_files(results: Path) -> list[Path]:
+    """The curves stage's onset tables (biencoder/curves.py): an onset claim reads the
+    onset and its bootstrap distribution there, as the figure and report do."""
+    return [results / "stats" / f"{name}.parquet" for name in ("curves_onset",
+                                                                "curves_onset_dist")]
+
+
 def input_files(results, grid: Grid, claims: list[Claim]) -> list[Path]:
     """Every file the claims read (the claims rule's inputs)."""
     results, out = Path(results), []
@@ -44,6 +51,8 @@ def files_of(results: Path, grid: Grid, study: str, key) -> list[Path]:
         return eval_files(results, grid, key)
     if study == "ladder":
         return ladder_files(results, grid, key)
+    if study == "curves":
+        return curve_files(results)
     return latency_files(results, grid)
 
 

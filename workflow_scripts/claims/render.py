@@ -79,6 +79,18 @@ def interval(est, lo, hi, digits: int = 4) -> str:
     return f"{fmt(est, digits)} [{fmt(lo, digits)}, {fmt(hi, digits)}]"
 
 
+ONSET_TESTS = ("after", "before", "no_decline")
+
+
+def estimate_text(rec: dict) -> str:
+    """The estimate and its CI; an onset in whole steps, "none" where the curve never
+    declines."""
+    if _text(rec.get("test")) in ONSET_TESTS:
+        est = "none" if math.isnan(_num(rec.get("estimate"))) else fmt(rec["estimate"], 0)
+        return f"{est} [{fmt(rec.get('ci_low'), 0)}, {fmt(rec.get('ci_high'), 0)}]"
+    return interval(rec["estimate"], rec["ci_low"], rec["ci_high"])
+
+
 def _cell(x) -> str:
     # A `|` would end the cell and a newline the row.
     return str(x).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
@@ -104,6 +116,10 @@ def threshold_text(test, threshold, epsilon) -> str:
         return f"= {fmt(threshold)} (published)"
     if test == "coherent":
         return "coherence checks"
+    if test in ("after", "before"):
+        return f"onset {'≥' if test == 'after' else '<'} step {fmt(threshold, 0)}"
+    if test == "no_decline":
+        return "no onset"
     return test or "–"
 
 
@@ -186,7 +202,11 @@ def rules_text(claims: list[dict]) -> str:
         "shown decided it. `equivalent` claims are decided by TOST (|δ| < ε), `consistent` "
         "claims hold when the published value lies inside the CI, and `coherent` claims by "
         "the latency coherence checks. p is Holm-adjusted: that of the test that decided the "
-        "claim, or both where none did.")
+        "claim, or both where none did."
+        + (" An onset claim (`after` / `before` / `no_decline`) reads the bootstrap "
+           "distribution of the step after which the learning curve first falls more than ε "
+           "below its running best: p is the share of samples outside the claimed steps."
+           if any(_text(c.get("test")) in ONSET_TESTS for c in claims) else ""))
 
 
 def markdown(table: pd.DataFrame) -> str:
@@ -198,7 +218,7 @@ def markdown(table: pd.DataFrame) -> str:
         return "\n".join(out)
     out.append(rules_text(claims) + "\n")
     rows = [[_text(c["claim"]), _text(c["statement"]), f"**{_text(c['verdict'])}**",
-             _text(c.get("member")) or "–", interval(c["estimate"], c["ci_low"], c["ci_high"]),
+             _text(c.get("member")) or "–", estimate_text(c),
              threshold_text(c["test"], c["threshold"], c["epsilon"]), decisive_p(c), notes(c)]
             for c in claims]
     out.append(md_table(rows, ["claim", "statement", "verdict", "decided by", "estimate [CI]",
@@ -207,7 +227,7 @@ def markdown(table: pd.DataFrame) -> str:
         members = members_of(table, c["claim"])
         if len(members) <= 1:
             continue
-        rows = [[_text(m.get("member")), interval(m["estimate"], m["ci_low"], m["ci_high"]),
+        rows = [[_text(m.get("member")), estimate_text(m),
                  _text(m.get("verdict")), fmt(m.get("p_support_holm")),
                  fmt(m.get("p_refute_holm")), _text(m.get("design")) or "–",
                  _text(m.get("caveats")) or "–"] for m in members]
@@ -226,7 +246,7 @@ def reference_lines(rec: dict) -> list[tuple[float, str, str, float]]:
     """(x, linestyle, colour, linewidth) of the decision threshold(s) of one claim."""
     test, t, eps = _text(rec.get("test")), _num(rec.get("threshold")), _num(rec.get("epsilon"))
     lines = []
-    if test in ("greater", "less") and math.isfinite(t):
+    if test in ("greater", "less", "after", "before") and math.isfinite(t):
         lines.append((t, "--", "k", 1.0))
     elif test == "equivalent" and math.isfinite(eps):
         lines += [(0.0, "-", "0.6", 0.6), (-abs(eps), "--", "k", 1.0), (abs(eps), "--", "k", 1.0)]

@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 STUDY_AXES = {"biencoder": ("recipe", "strategy", "depth"), "ladder": ("config", "method", "k"),
-              "latency": ("depth",)}
+              "latency": ("depth",), "curves": ("recipe", "strategy", "depth")}
 ESTIMATES = ("difference", "ratio", "mean", "difference_of_differences", "latency_ratio",
-             "latency_coherent")
+             "latency_coherent", "onset")
 TESTS = {"greater": "threshold", "less": "threshold", "equivalent": "epsilon",
          "consistent": "value"}
+# The onset of a learning curve's decline (biencoder/curves.py) is a step on the recipe's
+# grid, not a contrast: it has tests of its own, `step` their threshold.
+ONSET_TESTS = {"after": "step", "before": "step", "no_decline": None}
 PAIR_GENERATORS = ("a", "pairs", "adjacent", "candidate")
 ALL_BENCHMARKS, EACH_BENCHMARK = "all", "each"
 
@@ -45,6 +48,8 @@ class Grid:
     recipe_seeds: dict = field(default_factory=dict)  # recipe -> its seeds
     ladder_seeds: tuple[int, ...] = ()
     latency_runs: int = 0
+    curves: tuple[dict, ...] | None = None  # the arms with a learning curve
+    curve_metric: str = ""  # the metric the curves stage computes (stats.metric)
 
     def arms(self, study: str) -> tuple[dict, ...] | None:
         return getattr(self, study)
@@ -53,7 +58,8 @@ class Grid:
         return {"biencoder": self.biencoder, "benchmarks": list(self.benchmarks),
                 "metrics": list(self.metrics), "ladder": self.ladder, "latency": self.latency,
                 "recipe_seeds": self.recipe_seeds, "ladder_seeds": list(self.ladder_seeds),
-                "latency_runs": self.latency_runs}
+                "latency_runs": self.latency_runs, "curves": self.curves,
+                "curve_metric": self.curve_metric}
 
     @classmethod
     def from_dict(cls, d: dict) -> Grid:
@@ -63,16 +69,17 @@ class Grid:
         return cls(arms(d.get("biencoder")), tuple(d.get("benchmarks", ())),
                    tuple(d.get("metrics", ())), arms(d.get("ladder")), arms(d.get("latency")),
                    dict(d.get("recipe_seeds", {})), tuple(d.get("ladder_seeds", ())),
-                   int(d.get("latency_runs", 0)))
+                   int(d.get("latency_runs", 0)), arms(d.get("curves")),
+                   str(d.get("curve_metric", "")))
 
 
 def grid_from_config(config: dict, metrics=("ndcg@10", "recall@100", "map@100", "mrr@10"),
                      ladder_methods=("bp", "fa", "dfa")) -> Grid:
     """The arms a (validated) config produces, in the config's order; the untrained base is
     the recipe `base`."""
-    bi = lat = None
+    bi = lat = curves = None
     benchmarks: tuple[str, ...] = ()
-    seeds, runs = {}, 0
+    seeds, runs, curve_metric = {}, 0, ""
     if "recipes" in config:
         seeds = {r: list(spec["seeds"]) for r, spec in config["recipes"].items()}
         runs = int(config.get("latency", {}).get("runs", 3))
@@ -82,13 +89,17 @@ def grid_from_config(config: dict, metrics=("ndcg@10", "recall@100", "map@100", 
                    for d in depths)
         lat = tuple({"depth": d} for d in depths)
         benchmarks = tuple(config["benchmarks"])
+        with_curve = [r for r, spec in config["recipes"].items() if spec.get("eval_steps")]
+        curves = tuple(a for a in bi if a["recipe"] in with_curve) or None
+        curve_metric = config.get("stats", {}).get("metric", metrics[0])
     lad = None
     if "ladder" in config:
         methods = [m for m in ladder_methods if m in config["ladder"]["methods"]]
         lad = tuple({"config": c["name"], "method": m, "k": k} for c in config["ladder"]["configs"]
                     for m in methods for k in range(c["L"] + 1))
     ladder_seeds = tuple(config["ladder"]["seeds"]) if lad else ()
-    return Grid(bi, benchmarks, tuple(metrics), lad, lat, seeds, ladder_seeds, runs)
+    return Grid(bi, benchmarks, tuple(metrics), lad, lat, seeds, ladder_seeds, runs, curves,
+                curve_metric)
 
 
 @dataclass(frozen=True)
@@ -120,13 +131,15 @@ class Member:
             return "canonical latency ladder"
         if self.estimate == "mean":
             return f"{b}{where}"
+        if self.estimate == "onset":
+            return f"onset of {b}{where}"
         if self.estimate in ("ratio", "latency_ratio"):
             return f"{b} / {a}{where}"
         return f"{b} − {a}{where}"
 
 
 def arm_label(study: str, key: tuple) -> str:
-    if study == "biencoder":
+    if study in ("biencoder", "curves"):
         return f"{key[0]}/{key[1]}{key[2]}"
     if study == "ladder":
         return f"{key[0]}/{key[1]}/k{key[2]}"
@@ -204,8 +217,9 @@ def _key(arm: dict, axes) -> tuple:
 # ---------------------------------------------------------------------------------------
 # Parts and claims
 # ---------------------------------------------------------------------------------------
-_PART_KEYS = ("estimate", "test", "threshold", "epsilon", "value", "a", "b", "arm", "pairs",
-              "adjacent", "candidate", "among", "for_each", "benchmark", "versus", "metric")
+_PART_KEYS = ("estimate", "test", "threshold", "epsilon", "value", "step", "a", "b", "arm",
+              "pairs", "adjacent", "candidate", "among", "for_each", "benchmark", "versus",
+              "metric")
 _SELECTORS = ("a", "b", "arm", "pairs", "adjacent", "candidate", "among", "for_each")
 
 
@@ -213,8 +227,11 @@ def _study(part: dict, where: str) -> str:
     estimate = part.get("estimate", "difference")
     if estimate.startswith("latency"):
         return "latency"
+    if estimate == "onset":
+        return "curves"
     used = {ax for k in _SELECTORS for ax in (part.get(k) or {})}
-    studies = {s for s, axes in STUDY_AXES.items() if s != "latency" and used & set(axes)}
+    studies = {s for s, axes in STUDY_AXES.items()
+               if s not in ("latency", "curves") and used & set(axes)}
     if len(studies) > 1:
         raise ClaimError(f"{where}: mixes bi-encoder axes (recipe, strategy, depth) with ladder "
                          "axes (config, method, k)")
@@ -279,6 +296,11 @@ def _test(part: dict, estimate: str, where: str) -> dict:
                              "checks; it takes no test")
         return {"test": "coherent"}
     test = part.get("test")
+    if estimate == "onset":
+        return _onset_test(part, test, where)
+    if test in ONSET_TESTS:
+        raise ClaimError(f"{where}.test: {test} is a test of a learning curve's onset "
+                         "(estimate: onset)")
     if test not in TESTS:
         raise ClaimError(f"{where}.test: missing or unknown ({test!r}); expected one of "
                          f"{', '.join(TESTS)}")
@@ -294,6 +316,20 @@ def _test(part: dict, estimate: str, where: str) -> dict:
     return {"test": test, need: float(part[need])}
 
 
+def _onset_test(part: dict, test, where: str) -> dict:
+    if test not in ONSET_TESTS:
+        raise ClaimError(f"{where}.test: missing or unknown for an onset ({test!r}); expected "
+                         f"one of {', '.join(ONSET_TESTS)}")
+    stray = [k for k in (*TESTS.values(), "step") if k in part and k != ONSET_TESTS[test]]
+    if stray:
+        raise ClaimError(f"{where}.{stray[0]}: an onset {test} test does not take it")
+    if ONSET_TESTS[test] is None:
+        return {"test": test}
+    if "step" not in part:
+        raise ClaimError(f"{where}.step: missing; an onset {test} test needs the step")
+    return {"test": test, "threshold": float(part["step"])}
+
+
 def members_of(part: dict, claim_id: str, index: int, grid: Grid, where: str) -> list[Member]:
     estimate = part.get("estimate", "difference")
     if estimate not in ESTIMATES:
@@ -305,26 +341,31 @@ def members_of(part: dict, claim_id: str, index: int, grid: Grid, where: str) ->
     if estimate == "latency_coherent":
         return [Member(claim_id, index, study, estimate, a=None, b=None, **test)]
     metric = part.get("metric", "")
-    if study == "biencoder":
+    if study == "curves":
+        metric = metric or grid.curve_metric
+        if metric != grid.curve_metric:
+            raise ClaimError(f"{where}.metric: the learning curves are computed for "
+                             f"{grid.curve_metric} (stats.metric) only")
+    elif study == "biencoder":
         metric = metric or grid.metrics[0]
         if metric not in grid.metrics:
             raise ClaimError(f"{where}.metric: {metric!r} is not a metric the evaluation "
                              f"writes ({', '.join(grid.metrics)})")
     elif metric:
         raise ClaimError(f"{where}.metric: the {study} study has one metric; leave it out")
-    if study != "biencoder" and ("benchmark" in part or "versus" in part):
+    if study not in ("biencoder", "curves") and ("benchmark" in part or "versus" in part):
         key = "benchmark" if "benchmark" in part else "versus"
         raise ClaimError(f"{where}.{key}: the {study} study has no benchmarks")
     contexts = (expand(part["for_each"], {}, arms, axes, f"{where}.for_each", open_ok=True)
                 if "for_each" in part else [{}])
     if not contexts:
         raise ClaimError(f"{where}.for_each: the family is empty in this config")
-    benches = _benchmarks(part, grid, where) if study == "biencoder" else [""]
+    benches = _benchmarks(part, grid, where) if study in ("biencoder", "curves") else [""]
     out = []
     for ctx in contexts:
-        if estimate == "mean":
+        if estimate in ("mean", "onset"):
             if "arm" not in part:
-                raise ClaimError(f"{where}.arm: missing; a mean names its arm")
+                raise ClaimError(f"{where}.arm: missing; {estimate} names its arm")
             pairs = [(None, _key(x, axes)) for x in expand(part["arm"], ctx, arms, axes,
                                                            f"{where}.arm")]
         else:
@@ -375,7 +416,8 @@ def parse(claims: list[dict], grid: Grid) -> list[Claim]:
         why = ""
         if missing:
             names = {"biencoder": "bi-encoder study (recipes:)", "latency": "latency ladder "
-                     "(the bi-encoder study)", "ladder": "ladder study (ladder:)"}
+                     "(the bi-encoder study)", "ladder": "ladder study (ladder:)",
+                     "curves": "learning curve (a recipe's eval_steps)"}
             why = "this config has no " + " and no ".join(names[s] for s in dict.fromkeys(missing))
         out.append(Claim(cid, raw.get("statement", ""), tuple(members), why))
     return out
