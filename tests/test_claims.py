@@ -417,10 +417,11 @@ def test_paper_claims_on_synthetic_per_query_files(tmp_path):
 
 def test_claims_cli_reports_a_bad_config_as_an_error(tmp_path, capsys):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    cfg["claims"][2]["benchmark"] = "fiqa"
+    i = [c["id"] for c in cfg["claims"]].index("degradation-concentrated")
+    cfg["claims"][i]["benchmark"] = "fiqa"
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(cfg))
-    with pytest.raises(SystemExit, match="claims\\[2\\] \\(id degradation-concentrated\\)"):
+    with pytest.raises(SystemExit, match=f"claims\\[{i}\\] \\(id degradation-concentrated\\)"):
         cli.main(["--config", str(bad), "--results", str(tmp_path)])
 
 
