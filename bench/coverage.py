@@ -1,10 +1,11 @@
 """Coverage of the nominal 95% interval: calibrated vs Satterthwaite vs Multi-Bootstrap.
 
 Per cell, fresh data with a known truth are drawn trial after trial, and each method's interval
-is checked for covering it. Methods: `calibrated` (workflow_scripts/core/calibrated.py, the
-generalized pivot), `satterthwaite` (the plug-in t interval on the same result's terms:
-estimate +- t_{df} sqrt(variance), cal.satterthwaite) and `multibootstrap`
-(workflow_scripts/core/multibootstrap.py, percentile, one thread).
+is checked for covering it. Methods: `calibrated` (workflow_scripts/core/calibrated.py: t with
+the seed df divided by the seed share), `satterthwaite` (the plug-in t interval on the same
+result's terms: estimate +- t_{df} sqrt(variance), cal.satterthwaite) and `multibootstrap`
+(workflow_scripts/core/multibootstrap.py, percentile, one thread). --theory prints instead the
+df rules' coverage in the model they are about, by exact integration (seconds).
 
 Synthetic cells: score[s, q] = mean + query[q] (sd 0.2) + arm x query (sd 0.02 or 0)
 + seed[s] (sd seed_sd, one per seed per arm) + noise[s, q] (sd 0.05); true delta 0.01.
@@ -26,6 +27,7 @@ first trials of a cell are the same whatever the counts). Each cell has its own 
 seeded from its parameters, so a cell's numbers do not depend on which other cells run.
 --trials is another name for --mb-trials; --quick sets every count to 200.
 
+    .venv/bin/python bench/coverage.py --theory
     .venv/bin/python bench/coverage.py [--quick] [--seeds 3] [--designs paired single]
         [--scenarios synthetic real] [--queries 100] [--out coverage.md] [--workers 2]
     .venv/bin/python bench/coverage.py --extract-from /path/to/results/eval   # rewrite the CSV
@@ -44,7 +46,7 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import special, stats
+from scipy import optimize, special, stats
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
@@ -250,6 +252,81 @@ def load_pool(path: Path = DATA) -> dict[str, np.ndarray]:
 
 
 # ---------------------------------------------------------------------------------------
+# Theory: the df rules in the model they are about (exact integration, no simulation)
+# ---------------------------------------------------------------------------------------
+def _chi2_points(df: int, n: int) -> np.ndarray:
+    """n equal-probability points of chi2_df / df (midpoint quantiles)."""
+    return stats.chi2.ppf((np.arange(n) + 0.5) / n, df) / df
+
+
+def _covers(q, v_hat) -> float:
+    """Coverage (%) of estimate +- q sqrt(V_hat) when the estimate ~ N(truth, 1): the mean
+    over the points of P(|Z| <= q sqrt(V_hat))."""
+    return 100 * float(np.mean(2 * special.ndtr(q * np.sqrt(v_hat)) - 1))
+
+
+def theory_single(nu: int, share: float, ci: float = 0.95) -> dict[str, float]:
+    """One seed term (nu df) carrying `share` of the variance, the rest known: V_hat =
+    share * u + 1 - share with u ~ chi2_nu / nu. Coverage of the three df rules."""
+    u = _chi2_points(nu, 2000)
+    v_hat = share * u + 1 - share
+    a = share * u / v_hat  # the estimated seed share
+    with np.errstate(divide="ignore"):
+        out = {"satterthwaite": _covers(special.stdtrit(nu / a**2, (1 + ci) / 2), v_hat),
+               "calibrated": _covers(special.stdtrit(nu / a, (1 + ci) / 2), v_hat)}
+    # The generalized pivot (fiducial): per data point, the seed term redrawn as
+    # observed * nu / chi2_nu, the half-width h with P(|Z| sqrt(V) > h) = 1 - ci.
+    draws = 1 / _chi2_points(nu, 4096)
+    u_sub = _chi2_points(nu, 400)
+    q = []
+    for x in u_sub:
+        sd = np.sqrt(share * x * draws + 1 - share)
+        h = optimize.brentq(lambda h, sd=sd: np.mean(special.ndtr(-h / sd)) - (1 - ci) / 2,
+                            0.0, 100 * sd.max())
+        q.append(h / math.sqrt(share * x + 1 - share))
+    out["generalized pivot"] = _covers(np.array(q), share * u_sub + 1 - share)
+    return out
+
+
+def theory_unpaired(w: float, share: float, ci: float = 0.95) -> dict[str, float]:
+    """Two arms' seed terms (2 df each, 3 seeds) carrying w and 1 - w of the seed part, the
+    seed part `share` of the variance: calibrated df on Welch's 1938 and 1947 merges."""
+    u = _chi2_points(2, 300)
+    s1, s2 = np.meshgrid(share * w * u, share * (1 - w) * u)
+    seed = s1 + s2
+    v_hat = seed + 1 - share
+    out = {}
+    for name, plus, minus in (("Welch 1938", 0, 0), ("Welch 1947", 2, 2)):
+        merged = seed**2 / ((s1**2 + s2**2) / (2 + plus)) - minus
+        out[name] = _covers(special.stdtrit(merged * v_hat / seed, (1 + ci) / 2), v_hat)
+    return out
+
+
+def theory() -> list[str]:
+    shares = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0)
+    lines = ["Coverage (%) of the nominal 95% interval, exact integration: one seed term with nu "
+             "df carrying `share` of the variance, the example part known.", "",
+             "| seeds | df rule | " + " | ".join(f"share {s:g}" for s in shares) + " | range |",
+             "|---|---|" + "---|" * (len(shares) + 1)]
+    for nu in (2, 4, 9):
+        rows = [theory_single(nu, s) if s > 0 else None for s in shares]
+        for rule in ("calibrated", "satterthwaite", "generalized pivot"):
+            cov = [r[rule] if r else 95.0 for r in rows]  # share 0: no seed term, z exact
+            lines.append(f"| {nu + 1} | {rule} | " + " | ".join(f"{c:.1f}" for c in cov)
+                         + f" | {min(cov):.1f}-{max(cov):.1f} |")
+    ws, ss = (0.5, 0.7, 0.9, 1.0), (0.2, 0.5, 0.8, 1.0)
+    lines += ["", "Unpaired, 3 seeds per arm: arm a's seed term carries w of the seed part "
+              "(w = 0.5: equal seed variances), the seed part `share` of the variance.", "",
+              "| merge | w | " + " | ".join(f"share {s:g}" for s in ss) + " |",
+              "|---|---|" + "---|" * len(ss)]
+    for rule in ("Welch 1947", "Welch 1938"):
+        for w in ws:
+            cov = [theory_unpaired(w, s)[rule] for s in ss]
+            lines.append(f"| {rule} | {w:g} | " + " | ".join(f"{c:.1f}" for c in cov) + " |")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------
 # Grid, table, main
 # ---------------------------------------------------------------------------------------
 def grid(args) -> list[Cell]:
@@ -309,6 +386,27 @@ def summary(results: dict[Cell, dict]) -> list[str]:
     return lines
 
 
+def by_design(results: dict[Cell, dict]) -> list[str]:
+    """Per design, scenario and seed count: each method's coverage range over the cells, and
+    the median ratio of the calibrated width to the Multi-Bootstrap's."""
+    groups: dict[tuple, list[dict]] = {}
+    for cell, res in results.items():
+        groups.setdefault((cell.design, cell.scenario, cell.seeds), []).append(res)
+    lines = ["| design | scenario | seeds | cells | " + " | ".join(f"{m} cov %" for m in METHODS)
+             + " | width calibrated / multibootstrap (median) |", "|" + "---|" * 8]
+    for (design, scenario, seeds), rows in groups.items():
+        spans = []
+        for m in METHODS:
+            cov = [r[m][1] for r in rows if m in r]
+            spans.append(f"{min(cov):.1f}-{max(cov):.1f}" if cov else "-")
+        ratios = [r["calibrated"][2] / r["multibootstrap"][2] for r in rows
+                  if "calibrated" in r and "multibootstrap" in r]
+        ratio = f"{np.median(ratios):.2f}" if ratios else "-"
+        lines.append(f"| {design} | {scenario} | {seeds} | {len(rows)} | " + " | ".join(spans)
+                     + f" | {ratio} |")
+    return lines
+
+
 def _name(cell: Cell) -> str:
     inter = "" if cell.interaction is None else f", interaction {cell.interaction:g}"
     return (f"{cell.design}/{cell.scenario}, {cell.seeds} seeds, {cell.queries} queries"
@@ -317,7 +415,7 @@ def _name(cell: Cell) -> str:
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cal-trials", type=int, default=2000,
+    ap.add_argument("--cal-trials", type=int, default=10000,
                     help="trials of calibrated and satterthwaite, every cell")
     ap.add_argument("--mb-trials", "--trials", type=int, default=1000,
                     help="Multi-Bootstrap trials of the headline cells (3 seeds)")
@@ -333,6 +431,8 @@ def parse_args():
     ap.add_argument("--queries", type=int, nargs="+", default=list(QUERIES))
     ap.add_argument("--workers", type=int, default=2, help="processes over cells")
     ap.add_argument("--out", type=Path, help="also write the table as markdown here")
+    ap.add_argument("--theory", action="store_true",
+                    help="print the df rules' coverage by exact integration (seconds) and exit")
     ap.add_argument("--extract-from", type=Path, metavar="DIR",
                     help=f"rewrite {DATA.relative_to(DATA.parents[2])} from DIR/**/*.parquet "
                          "and exit")
@@ -344,6 +444,9 @@ def parse_args():
 
 def main() -> None:
     args = parse_args()
+    if args.theory:
+        print("\n".join(theory()))
+        return
     if args.extract_from:
         extract(args.extract_from)
         return
@@ -374,7 +477,7 @@ def main() -> None:
                 bar.update()
     wall = time.perf_counter() - t0
     results = {c: found[c] for c in cells}  # grid order
-    lines = table(results) + [""] + summary(results)
+    lines = table(results) + [""] + by_design(results) + [""] + summary(results)
     lines.append(f"wall time {wall / 60:.1f} min on {args.workers} workers")
     print("\n".join(lines))
     if args.out:
