@@ -30,6 +30,19 @@ LATENCY_COLUMNS = (
 # evaluation files), and the stratified aggregate of the benchmarks as a benchmark.
 BASE = "base"
 ALL = "all"
+# Train-once arms (a recipe's `train_once`): one training at the deepest configured depth on
+# the base's bottom layers, every depth evaluated by truncating it. Their per-depth
+# counterpart, and the untrained base they start from, is strategy `top` (the same layers).
+TRAIN_ONCE = ("adaptive", "matryoshka2d")
+PER_DEPTH_REFERENCE = "top"
+
+
+def base_strategy(strategy: str) -> str:
+    """The strategy of the untrained base an arm starts from: `top` for a train-once arm
+    (its weights at depth d are the base's bottom d layers), the arm's own otherwise."""
+    return PER_DEPTH_REFERENCE if strategy in TRAIN_ONCE else strategy
+
+
 # Columns each results/stats/<table>.parquet holds at least (stats stage writes them; the
 # figures and the report read them through read_stats).
 # `interval` is the interval method (core/intervals.py); mb_* the Multi-Bootstrap's beside it.
