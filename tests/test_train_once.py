@@ -4,6 +4,7 @@ truncation, from one forward pass; their settings, and the evaluations they shar
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -186,3 +187,109 @@ def test_bad_train_once_keys_are_named(change, message):
     change(cfg)
     with pytest.raises(ValueError, match=message.replace(".", r"\.").replace("[", r"\[")):
         check_config(cfg)
+
+
+# --- stats, compute, report and figure on synthetic results -------------------------------
+
+def _summary(path, strategy, depth, seed, steps=6, seconds=2.0):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"strategy": strategy, "depth": depth, "seed": seed,
+                                "steps": steps, "layers_trained": depth,
+                                "train_seconds": seconds * depth}))
+    return path
+
+
+def _compute(tmp_path, depths=(1, 2, 3), seeds=(1, 2, 3)):
+    from workflow_scripts.biencoder import compute
+
+    models = [["short", "top", d, s] for d in depths for s in seeds]
+    models += [["short", "adaptive", max(depths), s] for s in seeds]
+    paths = [_summary(tmp_path / f"ck/{r}/{st}{d}/seed{s}/train_summary.json", st, d, s)
+             for r, st, d, s in models]
+    return compute.compute_table(compute.read_summaries(paths, models), depths)
+
+
+def test_one_training_serves_every_depth_of_a_train_once_arm(tmp_path):
+    table = _compute(tmp_path).set_index(["recipe", "strategy", "depth"]).sort_index()
+    once, top = table.loc[("short", "adaptive")], table.loc[("short", "top")]
+    assert list(once.trained_depth) == [3, 3, 3] and list(once.depths_served) == [3, 3, 3]
+    assert list(once.layer_steps) == [18, 18, 18] and list(top.layer_steps) == [6, 12, 18]
+    assert list(top.trained_depth) == [1, 2, 3] and (top.depths_served == 1).all()
+    # The arms' totals over depths and seeds: 3 trainings of 18 against 9 of 6, 12 and 18.
+    assert (once.arm_trainings == 3).all() and (once.arm_layer_steps == 3 * 18).all()
+    assert (top.arm_trainings == 9).all() and (top.arm_layer_steps == 3 * (6 + 12 + 18)).all()
+    assert once.train_seconds_mean.iloc[0] == pytest.approx(6.0)
+    assert top.train_seconds_sum.loc[2] == pytest.approx(3 * 4.0)
+
+
+def test_a_summary_of_another_model_is_named(tmp_path):
+    from workflow_scripts.biencoder import compute
+
+    path = _summary(tmp_path / "s.json", "top", 2, 1)
+    with pytest.raises(contracts.DataError, match=r"s\.json: a training of top2 seed 1, "
+                                                  r"expected adaptive3 seed 1"):
+        compute.read_summaries([path], [["short", "adaptive", 3, 1]])
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """Per-query evaluations of the base (top), per-depth top and an adaptive arm 0.05
+    below it, through the stats stage; and a compute table."""
+    from workflow_scripts.biencoder import stats
+
+    d = tmp_path_factory.mktemp("synthetic")
+    rng = np.random.default_rng(3)
+    paths = []
+    for bench in ("b1", "b2"):
+        hard = rng.uniform(0, 0.5, 60)
+        for depth in (1, 2, 3):
+            arms = [("base", "top", -1, 0.0)] + [
+                ("short", s, seed, 0.2 - (0.05 if s == "adaptive" else 0.0))
+                for s in ("top", "adaptive") for seed in (1, 2, 3)]
+            for recipe, strategy, seed, shift in arms:
+                score = np.clip(hard + shift + 0.01 * depth + rng.normal(0, 0.05, 60), 0, 1)
+                df = pd.DataFrame({"query_id": [f"q{i}" for i in range(60)],
+                                   **{m: score for m in contracts.METRICS}}).assign(
+                    recipe=recipe, strategy=strategy, depth=depth, seed=seed, benchmark=bench)
+                paths.append(d / f"{recipe}-{strategy}{depth}-{seed}-{bench}.parquet")
+                df.to_parquet(paths[-1])
+    out = d / "stats"
+    tables = stats.run(paths, out, settings.Stats.from_json('{"nboot": 200}'),
+                       budget_order=["short"])
+    contracts.write_parquet(out / "compute.parquet", _compute(d))
+    return out, tables
+
+
+def test_stats_compare_train_once_with_per_depth_training_and_tops_base(synthetic):
+    _, tables = synthetic
+    comp = tables["comparisons"]
+    once = comp[(comp.kind == "train_once") & (comp.benchmark == "all")
+                & (comp["resample"] == "seeds,examples")].sort_values("depth_a")
+    assert list(once.a) == ["short/top1", "short/top2", "short/top3"]
+    assert list(once.b) == ["short/adaptive1", "short/adaptive2", "short/adaptive3"]
+    assert (once.design == "paired").all() and (once.strategy_b == "adaptive").all()
+    assert once.estimate.to_numpy() == pytest.approx(-0.05, abs=0.015)  # b - a
+    assert (once.ci_high < 0).all()
+    base = comp[(comp.kind == "trained_vs_base") & (comp.strategy_b == "adaptive")]
+    assert set(base.a) == {"base/top1", "base/top2", "base/top3"}
+    assert not (comp.kind == "strategy").any()  # top vs adaptive is train_once only
+
+
+def test_report_section_and_figure_compare_the_arms(synthetic, tmp_path):
+    from workflow_scripts.biencoder import figures, report
+    from workflow_scripts.biencoder.report_compute import compute_section
+
+    out, tables = synthetic
+    text = compute_section(tables["ci"], tables["comparisons"],
+                           contracts.read_stats(out, "compute"))
+    assert text.startswith("## Train once vs per depth")
+    rows = [line for line in text.splitlines() if re.match(r"\| short \| adaptive \| \d \|", line)]
+    assert len(rows) == 3  # one per depth, with δ, both intervals and each side's cost
+    assert "6 steps × 3 layers = 18 layer-steps" in rows[0]
+    assert "adaptive trains 3 models (54 layer-steps" in text
+    assert "0.50× the layer-steps" in text  # 54 of 108
+    full = report.build(out, compute=True)
+    assert "## Train once vs per depth" in full
+    fig = figures.quality_vs_compute(figures.load_stats(out, ("ci", "compute")), ["short"])
+    figures.save(fig, [tmp_path / "q.png"])
+    assert (tmp_path / "q.png").stat().st_size > 10_000
