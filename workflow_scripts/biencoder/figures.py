@@ -19,7 +19,7 @@ matplotlib.use("Agg")  # headless: jobs run without a display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib import transforms  # noqa: E402
+from matplotlib import ticker, transforms  # noqa: E402
 
 from workflow_scripts.core import contracts  # noqa: E402
 from workflow_scripts.core.contracts import ALL, BASE  # noqa: E402
@@ -100,7 +100,9 @@ def per_benchmark_degradation(stats: dict, pair=None, order=()) -> plt.Figure:
     recipes = contracts.order_recipes(stats["ci"].recipe, order)
     a, b = pair if pair else (recipes[0], recipes[-1])
     comp = comp[(comp.recipe_a == a) & (comp.recipe_b == b)]
-    comp = comp[comp.strategy == comp.strategy.min()]  # one depth strategy per figure
+    # One depth strategy per figure: top where it is there, else the first per-depth one.
+    comp = comp[comp.strategy == min(comp.strategy, key=lambda x: (
+        x != contracts.PER_DEPTH_REFERENCE, x in contracts.TRAIN_ONCE, x))]
     if comp.empty:
         raise contracts.DataError(f"no comparison between recipes {a!r} and {b!r} in the stats")
     benches = list(comp.benchmark.unique())
@@ -332,13 +334,20 @@ def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
             label = (f"{recipe}/{strategy}" + (" (train once)" if once else "")
                      + f": {int(total.arm_trainings)} trainings, "
                      f"{int(total.arm_layer_steps):,} layer-steps in all")
-            ax.errorbar(p[x], p.estimate, yerr=[p.estimate - p.ci_low, p.ci_high - p.estimate],
+            # A train-once arm stands a little to the right, off the per-depth point that
+            # costs the same (its deepest depth).
+            xs = p[x] * (1.04 if once else 1.0)
+            ax.errorbar(xs, p.estimate, yerr=[p.estimate - p.ci_low, p.ci_high - p.estimate],
                         fmt="D" if once else "o", ls=":" if once else "-", color=f"C{i}",
                         capsize=3, ms=5, label=label)
-            for _, r in p.iterrows():
-                ax.annotate(f"L{r.depth}", (r[x], r.estimate), textcoords="offset points",
+            for xv, (_, r) in zip(xs, p.iterrows(), strict=True):
+                ax.annotate(f"L{r.depth}", (xv, r.estimate), textcoords="offset points",
                             xytext=(6, -3), fontsize=7, color=f"C{i}")
         ax.set_xscale("log")
+        plain = ticker.FuncFormatter(lambda v, _: f"{v:,.4g}")
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(plain)
+        ax.tick_params(axis="x", which="both", labelsize=7)
         ax.set_xlabel(xlabel, fontsize=8)
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel(f"{ci.metric.iloc[0]} "
