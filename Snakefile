@@ -64,7 +64,9 @@ if HAS_BIENCODER:
         figure_seed_variance,
         figure_pareto,
         figure_learning_curves,
+        figure_quality_vs_compute,
         curves,
+        compute,
         usage,
         report,
 

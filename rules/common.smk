@@ -9,7 +9,13 @@ from pathlib import Path
 
 from workflow_scripts.core import settings as stage_settings
 from workflow_scripts.core.codedeps import code_files
-from workflow_scripts.core.contracts import CURVE_TABLES, STATS_TABLES
+from workflow_scripts.core.contracts import (
+    COMPUTE_TABLES,
+    CURVE_TABLES,
+    PER_DEPTH_REFERENCE,
+    STATS_TABLES,
+    TRAIN_ONCE,
+)
 from workflow_scripts.core.contracts import snapshot_steps as _snapshot_steps
 
 ROOT = Path(workflow.basedir)
@@ -57,7 +63,8 @@ if HAS_BIENCODER:
     # ---- the grid -------------------------------------------------------------------------
     DATASETS = config["datasets"]
     DEPTHS = sorted(config["depths"])
-    STRATEGIES = config["strategies"]
+    MAX_DEPTH = DEPTHS[-1]
+    STRATEGIES = config["strategies"]  # per-depth: one model per depth
     RECIPES = config["recipes"]
     BENCHMARKS = config["benchmarks"]
     TRAIN_DATA = config["train_data"]
@@ -76,6 +83,7 @@ if HAS_BIENCODER:
         "per_benchmark_degradation",
         "seed_variance",
         "pareto",
+        "quality_vs_compute",
     ]
     # Recipes with a learning curve (eval_steps), in budget order.
     CURVE_RECIPES = [r for r in BUDGET_ORDER if RECIPES[r]["eval_steps"]]
@@ -88,7 +96,7 @@ if HAS_BIENCODER:
 
 wildcard_constraints:
     recipe="[A-Za-z][A-Za-z0-9_]*",
-    strategy="[a-z]+",
+    strategy="[a-z]([a-z0-9]*[a-z])?",  # ends with a letter: matryoshka2d3 = matryoshka2d, 3
     depth="[0-9]+",
     seed="[0-9]+",
     benchmark="[A-Za-z0-9][A-Za-z0-9_.-]*",
@@ -100,21 +108,73 @@ def benchmark_files(benchmark):
     return [f"{d}/corpus.jsonl", f"{d}/queries.jsonl", f"{d}/qrels/test.tsv"]
 
 
+def regex(names):
+    """A wildcard constraint matching exactly these names (none: nothing)."""
+    return "|".join(map(re.escape, names)) or "(?!)"
+
+
+def recipe_strategies(recipe):
+    """A recipe's arms: the per-depth strategies, then its train-once arms."""
+    return [*STRATEGIES, *RECIPES[recipe]["train_once"]]
+
+
+def trained_arms():
+    """(recipe, strategy, depth) of every trained arm; a train-once arm has every depth."""
+    return [(r, s, d) for r in RECIPES for s in recipe_strategies(r) for d in DEPTHS]
+
+
+def model_depth(strategy, depth):
+    """The trained depth behind an arm's depth: a train-once model holds the deepest."""
+    return MAX_DEPTH if strategy in TRAIN_ONCE else depth
+
+
+def trained_model_keys():
+    """[recipe, strategy, trained depth, seed] of every model to train: one per seed for a
+    train-once arm (at the deepest depth), one per seed and depth otherwise."""
+    keys = dict.fromkeys(
+        (r, s, model_depth(s, d), seed)
+        for r, s, d in trained_arms()
+        for seed in RECIPES[r]["seeds"]
+    )
+    return [list(k) for k in keys]
+
+
 def trained_models():
-    """recipe/strategy+depth/seed of every model to train."""
+    """recipe/strategy+depth/seed of every model to train (trained_model_keys)."""
+    return [f"{r}/{s}{d}/seed{seed}" for r, s, d, seed in trained_model_keys()]
+
+
+def arm_seeds(keep=lambda strategy: True):
+    """recipe/strategy+depth/seed of every trained arm's evaluation folder (of the strategies
+    `keep` keeps)."""
     return [
         f"{r}/{s}{d}/seed{seed}"
-        for r, spec in RECIPES.items()
-        for s in STRATEGIES
-        for d in DEPTHS
-        for seed in spec["seeds"]
+        for r, s, d in trained_arms()
+        if keep(s)
+        for seed in RECIPES[r]["seeds"]
     ]
 
 
 def trained_eval_files():
+    return [f"results/eval/{m}/{b}.parquet" for m in arm_seeds() for b in BENCHMARKS]
+
+
+def one_pass_jobs(recipe_filter=lambda r: True):
+    """(recipe, strategy, seed) of every train-once model: one evaluation job per benchmark
+    writes all its depths."""
     return [
-        f"results/eval/{m}/{b}.parquet" for m in trained_models() for b in BENCHMARKS
+        (r, s, seed)
+        for r, spec in RECIPES.items()
+        if recipe_filter(r)
+        for s in spec["train_once"]
+        for seed in spec["seeds"]
     ]
+
+
+def train_settings_json(wc):
+    """A training's settings: the recipe's, and a train-once arm's loss settings."""
+    cls = stage_settings.train_settings(wc.strategy)
+    return cls.from_config(config, recipe=wc.recipe).to_json()
 
 
 def base_eval_files():
@@ -128,12 +188,7 @@ def base_eval_files():
 
 def expected_grid():
     """The grid the stats stage checks its evaluations against (core/arms.py grid_gaps)."""
-    trained = [
-        [r, s, d, RECIPES[r]["seeds"]]
-        for r in RECIPES
-        for s in STRATEGIES
-        for d in DEPTHS
-    ]
+    trained = [[r, s, d, RECIPES[r]["seeds"]] for r, s, d in trained_arms()]
     base = [["base", s, d, [-1]] for s in STRATEGIES for d in DEPTHS]
     return json.dumps({"benchmarks": BENCHMARKS, "arms": base + trained})
 
@@ -145,8 +200,8 @@ def snapshot_steps(recipe):
 
 
 def curve_models():
-    """recipe/strategy+depth/seed of every trained model with snapshots."""
-    return [m for m in trained_models() if snapshot_steps(m.split("/")[0])]
+    """recipe/strategy+depth/seed of every trained arm with snapshots."""
+    return [m for m in arm_seeds() if snapshot_steps(m.split("/")[0])]
 
 
 def curve_eval_files():
@@ -162,7 +217,7 @@ def curve_input_files():
     (the last step) and their snapshots."""
     final = [
         f"results/eval/{m}/{b}.parquet"
-        for m in trained_models()
+        for m in arm_seeds()
         if m.split("/")[0] in CURVE_RECIPES
         for b in BENCHMARKS
     ]
@@ -174,7 +229,7 @@ def curve_grid():
     curves = [
         [r, s, d, RECIPES[r]["seeds"], snapshot_steps(r), RECIPES[r]["steps"]]
         for r in CURVE_RECIPES
-        for s in STRATEGIES
+        for s in recipe_strategies(r)
         for d in DEPTHS
     ]
     return json.dumps({"benchmarks": BENCHMARKS, "curves": curves})
@@ -190,8 +245,7 @@ def figure_files(name):
 
 def dataset_names(source):
     """A wildcard regex matching the registry's datasets of one source."""
-    names = [n for n, spec in DATASETS.items() if spec["source"] == source]
-    return "|".join(map(re.escape, names)) or "(?!)"
+    return regex(n for n, spec in DATASETS.items() if spec["source"] == source)
 
 
 def figure_outputs(name, category="Bi-encoder depth study"):
@@ -213,11 +267,44 @@ def biencoder_benchmarks():
         "train": [
             bench(f"checkpoints/{m}/model.safetensors") for m in trained_models()
         ],
-        "evaluate_trained": [bench(f) for f in trained_eval_files()],
-        "evaluate_base": [bench(f) for f in base_eval_files()],
+        "compute": [bench("results/stats/compute.parquet")],
+        "evaluate_trained": [
+            bench(f"results/eval/{m}/{b}.parquet")
+            for m in arm_seeds(lambda s: s not in TRAIN_ONCE)
+            for b in BENCHMARKS
+        ],
+        "evaluate_train_once": [
+            bench(f"results/eval/{r}/{s}{DEPTHS[0]}/seed{seed}/{b}.parquet")
+            for r, s, seed in one_pass_jobs()
+            for b in BENCHMARKS
+        ],
+        "evaluate_base": [
+            bench(f"results/eval/base/{s}{d}/{b}.parquet")
+            for s in STRATEGIES
+            if s != PER_DEPTH_REFERENCE
+            for d in DEPTHS
+            for b in BENCHMARKS
+        ],
+        "evaluate_base_one_pass": [
+            bench(f"results/eval/base/{PER_DEPTH_REFERENCE}{DEPTHS[0]}/{b}.parquet")
+            for b in BENCHMARKS
+            if PER_DEPTH_REFERENCE in STRATEGIES
+        ],
         **(
             {
-                "evaluate_steps": [bench(f) for f in curve_eval_files()],
+                "evaluate_steps": [
+                    bench(f"results/eval/{m}/steps/{b}.parquet")
+                    for m in arm_seeds(lambda s: s not in TRAIN_ONCE)
+                    if m.split("/")[0] in CURVE_RECIPES
+                    for b in BENCHMARKS
+                ],
+                "evaluate_steps_train_once": [
+                    bench(
+                        f"results/eval/{r}/{s}{DEPTHS[0]}/seed{seed}/steps/{b}.parquet"
+                    )
+                    for r, s, seed in one_pass_jobs(lambda r: r in CURVE_RECIPES)
+                    for b in BENCHMARKS
+                ],
                 "curves": [bench("results/stats/curves.parquet")],
             }
             if CURVE_RECIPES

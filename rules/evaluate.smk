@@ -2,6 +2,12 @@
 # that benchmark's evaluations. The untrained truncated base ("step 0") is evaluated too, and
 # a learning curve's snapshots: one job per (model, benchmark) for all of them (one import,
 # the benchmark tokenized once), one file with a `step` column.
+# A model whose weights do not depend on depth (the untrained base of strategy top, a
+# train-once model) is evaluated at every depth by one job per benchmark: one forward pass
+# at the deepest depth, each depth pooled from its hidden state, one file per depth.
+
+PER_DEPTH_STRATEGIES = regex(STRATEGIES)
+ONE_PASS_DEPTHS = " ".join(map(str, DEPTHS))
 
 
 rule evaluate_trained:
@@ -15,6 +21,8 @@ rule evaluate_trained:
         "logs/evaluate/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}.log",
     benchmark:
         bench("results/eval/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}.parquet")
+    wildcard_constraints:
+        strategy=PER_DEPTH_STRATEGIES,
     conda:
         CONDA_ENV
     threads: 1
@@ -33,6 +41,43 @@ rule evaluate_trained:
         " --settings-json {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
 
 
+rule evaluate_train_once:
+    input:
+        model=f"checkpoints/{{recipe}}/{{strategy}}{MAX_DEPTH}/seed{{seed}}/model.safetensors",
+        data=lambda wc: benchmark_files(wc.benchmark),
+        code=code("biencoder.evaluate"),
+    output:
+        expand(
+            "results/eval/{{recipe}}/{{strategy}}{depth}/seed{{seed}}/{{benchmark}}.parquet",
+            depth=DEPTHS,
+        ),
+    log:
+        "logs/evaluate/{recipe}/{strategy}/seed{seed}/{benchmark}.log",
+    benchmark:
+        bench(
+            f"results/eval/{{recipe}}/{{strategy}}{DEPTHS[0]}/seed{{seed}}/{{benchmark}}.parquet"
+        )
+    wildcard_constraints:
+        strategy=regex(TRAIN_ONCE),
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=60,
+        gpu=1,
+    params:
+        model=lambda wc, input: os.path.dirname(input.model),
+        depths=ONE_PASS_DEPTHS,
+        settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
+    shell:
+        "python -m workflow_scripts.biencoder.evaluate --model {params.model}"
+        " --strategy {wildcards.strategy} --depths {params.depths}"
+        " --benchmark-dir data/beir/{wildcards.benchmark} --benchmark {wildcards.benchmark}"
+        " --recipe {wildcards.recipe} --seed {wildcards.seed}"
+        " --settings-json {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
+
+
 rule evaluate_base:
     input:
         data=lambda wc: benchmark_files(wc.benchmark),
@@ -43,6 +88,8 @@ rule evaluate_base:
         "logs/evaluate/base/{strategy}{depth}/{benchmark}.log",
     benchmark:
         bench("results/eval/base/{strategy}{depth}/{benchmark}.parquet")
+    wildcard_constraints:  # strategy top: evaluate_base_one_pass
+        strategy=regex(s for s in STRATEGIES if s != PER_DEPTH_REFERENCE),
     conda:
         CONDA_ENV
     threads: 1
@@ -61,6 +108,42 @@ rule evaluate_base:
         " --out {output} > {log} 2>&1"
 
 
+rule evaluate_base_one_pass:
+    input:
+        data=lambda wc: benchmark_files(wc.benchmark),
+        code=code("biencoder.evaluate"),
+    output:
+        expand(
+            "results/eval/base/{strategy}{depth}/{{benchmark}}.parquet",
+            strategy=PER_DEPTH_REFERENCE,
+            depth=DEPTHS,
+        ),
+    log:
+        f"logs/evaluate/base/{PER_DEPTH_REFERENCE}/{{benchmark}}.log",
+    benchmark:
+        bench(
+            f"results/eval/base/{PER_DEPTH_REFERENCE}{DEPTHS[0]}/{{benchmark}}.parquet"
+        )
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=60,
+        gpu=1,
+    params:
+        base=config["base_model"],
+        strategy=PER_DEPTH_REFERENCE,
+        depths=ONE_PASS_DEPTHS,
+        settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
+    shell:
+        "python -m workflow_scripts.biencoder.evaluate --base {params.base:q}"
+        " --strategy {params.strategy} --depths {params.depths}"
+        " --benchmark-dir data/beir/{wildcards.benchmark} --benchmark {wildcards.benchmark}"
+        " --recipe base --seed -1 --settings-json {params.settings:q} --threads {threads}"
+        " --out {output} > {log} 2>&1"
+
+
 rule evaluate_steps:
     input:
         steps="checkpoints/{recipe}/{strategy}{depth}/seed{seed}/steps",
@@ -74,6 +157,8 @@ rule evaluate_steps:
         bench(
             "results/eval/{recipe}/{strategy}{depth}/seed{seed}/steps/{benchmark}.parquet"
         )
+    wildcard_constraints:
+        strategy=PER_DEPTH_STRATEGIES,
     conda:
         CONDA_ENV
     threads: 1
@@ -87,6 +172,43 @@ rule evaluate_steps:
     shell:
         "python -m workflow_scripts.biencoder.evaluate --snapshots {input.steps}"
         " --steps {params.steps} --strategy {wildcards.strategy} --depth {wildcards.depth}"
+        " --benchmark-dir data/beir/{wildcards.benchmark} --benchmark {wildcards.benchmark}"
+        " --recipe {wildcards.recipe} --seed {wildcards.seed}"
+        " --settings-json {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
+
+
+rule evaluate_steps_train_once:
+    input:
+        steps=f"checkpoints/{{recipe}}/{{strategy}}{MAX_DEPTH}/seed{{seed}}/steps",
+        data=lambda wc: benchmark_files(wc.benchmark),
+        code=code("biencoder.evaluate"),
+    output:
+        expand(
+            "results/eval/{{recipe}}/{{strategy}}{depth}/seed{{seed}}/steps/{{benchmark}}.parquet",
+            depth=DEPTHS,
+        ),
+    log:
+        "logs/evaluate/{recipe}/{strategy}/seed{seed}/steps/{benchmark}.log",
+    benchmark:
+        bench(
+            f"results/eval/{{recipe}}/{{strategy}}{DEPTHS[0]}/seed{{seed}}/steps/{{benchmark}}.parquet"
+        )
+    wildcard_constraints:
+        strategy=regex(TRAIN_ONCE),
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=120,
+        gpu=1,
+    params:
+        steps=lambda wc: " ".join(map(str, snapshot_steps(wc.recipe))),
+        depths=ONE_PASS_DEPTHS,
+        settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
+    shell:
+        "python -m workflow_scripts.biencoder.evaluate --snapshots {input.steps}"
+        " --steps {params.steps} --strategy {wildcards.strategy} --depths {params.depths}"
         " --benchmark-dir data/beir/{wildcards.benchmark} --benchmark {wildcards.benchmark}"
         " --recipe {wildcards.recipe} --seed {wildcards.seed}"
         " --settings-json {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"

@@ -100,3 +100,22 @@ rule figure_learning_curves:
     shell:
         "python -m workflow_scripts.biencoder.figures learning_curves {params.args}"
         " --out {output} > {log} 2>&1"
+
+
+rule figure_quality_vs_compute:
+    input:
+        stats=expand("results/stats/{table}.parquet", table=["ci", "compute"]),
+        code=code("biencoder.figures"),
+    output:
+        figure_outputs("quality_vs_compute"),
+    log:
+        "logs/figures/quality_vs_compute.log",
+    benchmark:
+        bench(figure_files("quality_vs_compute")[0])
+    conda:
+        CONDA_ENV
+    params:
+        args=FIG_ARGS,
+    shell:
+        "python -m workflow_scripts.biencoder.figures quality_vs_compute {params.args}"
+        " --out {output} > {log} 2>&1"

@@ -26,7 +26,9 @@ rule usage:
 
 rule report:
     input:
-        stats=expand("results/stats/{table}.parquet", table=STATS_TABLES),
+        stats=expand(
+            "results/stats/{table}.parquet", table=[*STATS_TABLES, *COMPUTE_TABLES]
+        ),
         curves=(
             expand("results/stats/{table}.parquet", table=CURVE_TABLES)
             if CURVE_RECIPES
@@ -60,4 +62,5 @@ rule report:
         " --latency-summary {input.latency_summary} --latency-ladder {input.latency_ladder}"
         " --latency-coherence {input.latency_coherence} --usage {input.usage}"
         " --cards {input.cards} --extra {input.extra} {params.claims} {params.curves}"
+        " --compute"
         " --out {output} > {log} 2>&1"

@@ -53,3 +53,28 @@ rule curves:
         "python -m workflow_scripts.biencoder.curves --evals {input.evals}"
         " --settings-json {params.settings:q} --grid-json {params.grid:q}"
         " --out-dir results/stats --threads {threads} > {log} 2>&1"
+
+
+# Compute: each trained arm's training cost (steps x layers trained, measured seconds) from
+# its trainings' summaries; a train-once arm's one training serves every depth.
+
+
+rule compute:
+    input:
+        summaries=[f"checkpoints/{m}/train_summary.json" for m in trained_models()],
+        code=code("biencoder.compute"),
+    output:
+        "results/stats/compute.parquet",
+    log:
+        "logs/stats/compute.log",
+    benchmark:
+        bench("results/stats/compute.parquet")
+    conda:
+        CONDA_ENV
+    params:
+        models=json.dumps(trained_model_keys()),
+        depths=" ".join(map(str, DEPTHS)),
+    shell:
+        "python -m workflow_scripts.biencoder.compute --summaries {input.summaries}"
+        " --models-json {params.models:q} --depths {params.depths} --out {output}"
+        " > {log} 2>&1"

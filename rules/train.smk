@@ -1,8 +1,10 @@
-# Training: one job per (recipe, strategy, depth, seed). Its params are exactly what changes
-# the model (the recipe's settings, the base model); the recipe's seed list and how often
-# trainer state is saved are not, so adding a seed or turning on checkpoints retrains nothing.
-# The learning curve's snapshots (recipe key eval_steps) are outputs: a folder steps/ with
-# one weights folder per snapshot step (empty without), its step list a param.
+# Training: one job per (recipe, strategy, depth, seed); a train-once arm (recipe key
+# train_once) trains once per seed, at the deepest depth. Its params are exactly what changes
+# the model (the recipe's settings, a train-once arm's loss settings, the base model); the
+# recipe's seed list and how often trainer state is saved are not, so adding a seed or turning
+# on checkpoints retrains nothing. The learning curve's snapshots (recipe key eval_steps) are
+# outputs: a folder steps/ with one weights folder per snapshot step (empty without), its step
+# list a param.
 
 
 rule train:
@@ -12,6 +14,7 @@ rule train:
     output:
         model="checkpoints/{recipe}/{strategy}{depth}/seed{seed}/model.safetensors",
         steps=directory("checkpoints/{recipe}/{strategy}{depth}/seed{seed}/steps"),
+        summary="checkpoints/{recipe}/{strategy}{depth}/seed{seed}/train_summary.json",
     log:
         "logs/train/{recipe}/{strategy}{depth}/seed{seed}.log",
     benchmark:
@@ -28,7 +31,7 @@ rule train:
         checkpoint_every=lambda wc: RECIPES[wc.recipe]["checkpoint_every"],
     params:
         base=config["base_model"],
-        settings=lambda wc: settings_json("Train", recipe=wc.recipe),
+        settings=train_settings_json,
         out=lambda wc, output: os.path.dirname(output.model),
         eval_steps=lambda wc: " ".join(map(str, snapshot_steps(wc.recipe))),
     shell:

@@ -11,7 +11,7 @@ from conftest import ROOT
 from workflow_scripts.core import codedeps
 
 STAGES = ["biencoder.train", "biencoder.evaluate", "biencoder.latency", "biencoder.stats",
-          "biencoder.figures", "biencoder.report", "biencoder.docstrings",
+          "biencoder.figures", "biencoder.report", "biencoder.compute", "biencoder.docstrings",
           "biencoder.prepare_data", "core.usage", "ladder.train", "ladder.stats",
           "ladder.identity", "ladder.report", "ladder.data"]
 

@@ -43,8 +43,9 @@ def write_tables(stats_dir, level: float, method: str = "calibrated") -> None:
     for depth in (1, 2, 3):
         comp.append({"metric": "ndcg@10", "kind": "recipe", "a": f"short L{depth}",
                      "b": f"long L{depth}", "recipe_a": "short", "recipe_b": "long",
-                     "strategy": "top", "depth_a": depth, "depth_b": depth,
-                     "benchmark": contracts.ALL, **_interval(0.05, level, method),
+                     "strategy": "top", "strategy_b": "top", "depth_a": depth,
+                     "depth_b": depth, "benchmark": contracts.ALL,
+                     **_interval(0.05, level, method),
                      "alternative": "two-sided", "threshold": 0.0, "epsilon": 0.01,
                      "equivalence_p": 0.5, "equivalent": False})
     for name, rows in (("ci", ci), ("seeds", seeds), ("comparisons", comp)):

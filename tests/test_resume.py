@@ -1,8 +1,10 @@
 """A training job killed mid-run resumes from its last trainer checkpoint and ends with the
-same model as an uninterrupted run (CPU, tiny model)."""
+same model as an uninterrupted run (CPU, tiny model), a train-once arm's too: its loss samples
+layers (and dimensions) with Python's `random`, whose state the checkpoint must restore."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -19,16 +21,22 @@ from workflow_scripts.biencoder import docstrings, evaluate
 from workflow_scripts.biencoder.encoder import load_encoder
 
 SETTINGS = {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 1, "max_seq_length": 16}
+# matryoshka2d draws a prior layer (of 2 at depth 2) and a dimension (of 2) every step: a
+# resume that restarted Python's RNG would draw other ones. Matryoshka2dLoss is
+# AdaptiveLayerLoss with MatryoshkaLoss inside, so this covers adaptive's draws too.
+STRATEGY_SETTINGS = {"top": SETTINGS, "matryoshka2d": {**SETTINGS, "matryoshka_dims": [16]},
+                     "adaptive": SETTINGS}
 # Learning-curve snapshots at 3 (before the kill at checkpoint 4) and 5 (after it); 8 is
 # the final model.
 EVAL_STEPS = (3, 5, 8)
 
 
-def _train_cmd(model, triples, out, *, step_delay=None):
+def _train_cmd(model, triples, out, *, step_delay=None, strategy="top"):
     """The training CLI; with step_delay, tests/slow_train.py runs it with every step slowed
     down, so that the job can be killed between checkpoints."""
-    args = ["--base", str(model), "--strategy", "top", "--depth", "2", "--seed", "5",
-            "--settings-json", json.dumps(SETTINGS), "--triples", str(triples),
+    args = ["--base", str(model), "--strategy", strategy, "--depth", "2", "--seed", "5",
+            "--settings-json", json.dumps(STRATEGY_SETTINGS[strategy]), "--triples",
+            str(triples),
             "--checkpoint-every", "2", "--eval-steps", *map(str, EVAL_STEPS), "--out", str(out)]
     if step_delay is None:
         return [sys.executable, "-m", "workflow_scripts.biencoder.train", *args]
@@ -59,16 +67,16 @@ def _metrics(model_dir, bench) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_killed_training_resumes_to_the_same_model(tiny_model, data):
-    ref, out = data / "ref", data / "out"
-    subprocess.run(_train_cmd(tiny_model, data / "t.parquet", ref), env=_env(), check=True,
-                   capture_output=True)
+@pytest.mark.parametrize("strategy", ["top", "matryoshka2d"])
+def test_killed_training_resumes_to_the_same_model(tiny_model, data, strategy):
+    ref, out = data / f"ref-{strategy}", data / f"out-{strategy}"
+    cmd = functools.partial(_train_cmd, tiny_model, data / "t.parquet", strategy=strategy)
+    subprocess.run(cmd(ref), env=_env(), check=True, capture_output=True)
 
     # Slow each step down so the job can be killed between checkpoints.
-    proc = subprocess.Popen(_train_cmd(tiny_model, data / "t.parquet", out, step_delay=0.4),
-                            env=_env(),
+    proc = subprocess.Popen(cmd(out, step_delay=0.4), env=_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    state = data / "out.trainer"
+    state = data / f"out-{strategy}.trainer"
     deadline = time.time() + 240
     while not (state / "checkpoint-4" / "trainer_state.json").exists():
         assert proc.poll() is None, "training ended before it could be killed"
@@ -78,8 +86,7 @@ def test_killed_training_resumes_to_the_same_model(tiny_model, data):
     proc.wait()
     assert not out.exists()  # the final model is written atomically, never half
 
-    rerun = subprocess.run(_train_cmd(tiny_model, data / "t.parquet", out), env=_env(),
-                           check=True, capture_output=True, text=True)
+    rerun = subprocess.run(cmd(out), env=_env(), check=True, capture_output=True, text=True)
     assert "resuming from" in rerun.stdout
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["resumed_from"].endswith(("checkpoint-4", "checkpoint-6"))
@@ -145,6 +152,28 @@ def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(tiny_model, da
     assert "skipping" in said and "checkpoint-4" in said
     assert summary["resumed_from"].endswith("checkpoint-2")
     _assert_same_loss(summary, json.loads((ref / "train_summary.json").read_text()))
+    _assert_same_weights(ref, out)
+
+
+@pytest.mark.slow
+def test_a_stopped_adaptive_run_resumes_with_the_same_layer_draws(tiny_model, data):
+    """The default study's train-once arm, stopped after checkpoint 4 and resumed by a new
+    trainer (which seeds Python's RNG afresh before the checkpoint's state replaces it), ends
+    bit-identical to an uninterrupted run."""
+    from workflow_scripts.biencoder.train import train
+    from workflow_scripts.core.settings import TrainAdaptive
+
+    kw = dict(base=str(tiny_model), strategy="adaptive", depth=2, seed=5,
+              settings=TrainAdaptive.from_json(json.dumps(SETTINGS)),
+              triples=data / "t.parquet", checkpoint_every=2, eval_steps=EVAL_STEPS)
+    ref, out = data / "adaptive-ref", data / "adaptive-out"
+    reference = train(out_dir=ref, **kw)
+    with pytest.raises(_Crash):
+        train(out_dir=out, callbacks=[_crash_after(4)], **kw)
+    summary = train(out_dir=out, **kw)
+    assert summary["resumed_from"].endswith("checkpoint-4")
+    assert summary["loss"] == reference["loss"] and summary["loss"]["n_layers_per_step"] == 1
+    _assert_same_loss(summary, reference)
     _assert_same_weights(ref, out)
 
 

@@ -8,7 +8,9 @@ import re
 import yaml
 from conftest import ROOT, job_counts, snakemake
 
-GPU_RULES = {"train", "evaluate_trained", "evaluate_steps", "evaluate_base", "latency_run"}
+GPU_RULES = {"train", "evaluate_trained", "evaluate_steps", "evaluate_base",
+             "evaluate_base_one_pass", "evaluate_train_once", "evaluate_steps_train_once",
+             "latency_run"}
 
 
 def job_resources(output: str) -> list[tuple[str, str]]:
@@ -28,8 +30,9 @@ def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path)
                      "--configfile", str(ROOT / "config/paper.yaml"))
     out = proc.stdout + proc.stderr
     counts = job_counts(out)
-    assert counts["train"] == 20 and counts["evaluate_trained"] == 60
+    assert counts["train"] == 26 and counts["evaluate_trained"] == 60
     assert counts["evaluate_steps"] == 60  # every model's snapshots, per benchmark
+    assert counts["evaluate_train_once"] == counts["evaluate_steps_train_once"] == 18
     jobs = job_resources(out)
     assert len(jobs) == sum(counts.values())
     for rule, resources in jobs:
@@ -39,10 +42,10 @@ def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path)
         else:  # downloads, stats, figures, report: localrules, no GPU
             assert "gpu=" not in resources, (rule, resources)
     assert all("slurm_extra=--exclusive" in r for rule, r in jobs if rule == "latency_run")
-    # One group job per model (20: its final model and its snapshots on 3 benchmarks) and per
-    # untrained base depth (4).
+    # One group job per model (20 per-depth, 6 train-once: its final model and its snapshots
+    # on 3 benchmarks, every depth) and one for the untrained base (every depth, one pass).
     groups = re.findall(r"Group job (eval_\S+) ", out)
-    assert len(groups) == len(set(groups)) == 24
+    assert len(groups) == len(set(groups)) == 20 + 6 + 1
 
 
 def test_slurm_profile_names_only_existing_rules():

@@ -25,7 +25,8 @@ def tiny_config(model_dir) -> dict:
         "recipes": {
             "r1": {"batch_size": 4, "steps": 2, "lr": 1e-3, "warmup": 0, "seeds": [1, 2]},
             "r4": {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 0, "seeds": [1, 2],
-                   "eval_steps": [2, 4, 8]},  # a learning curve: snapshots at 2 and 4
+                   "eval_steps": [2, 4, 8],  # a learning curve: snapshots at 2 and 4
+                   "train_once": ["adaptive"]},  # one training per seed serves depths 1, 2
         },
         "train_data": "tiny-train",
         "benchmarks": TINY_BENCHMARKS,
@@ -54,10 +55,14 @@ def tiny_config(model_dir) -> dict:
     }
 
 
-# One claim of each study (bi-encoder, latency, ladder), so that the tiny run decides them.
+# One claim of each study (bi-encoder, latency, ladder) and of the train-once arm, so that
+# the tiny run decides them. `budget` leaves r4's strategy out: its per-depth one, top.
 TINY_CLAIMS = [
     {"id": "deeper-helps", "statement": "Two layers beat one at r1",
      "a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r1", "depth": 2}, "test": "greater"},
+    {"id": "per-depth-beats-train-once", "statement": "Per-depth training beats adaptive",
+     "for_each": {"depth": "all"}, "a": {"recipe": "r4", "strategy": "adaptive"},
+     "b": {"recipe": "r4", "strategy": "top"}, "test": "greater"},
     {"id": "budget", "statement": "r4 is no better than r1 at any depth",
      "for_each": {"depth": "all"}, "a": {"recipe": "r1"}, "b": {"recipe": "r4"},
      "test": "less", "threshold": 0.05},
@@ -84,11 +89,16 @@ def tiny_run(tmp_path_factory, tiny_model):
 def test_tiny_study_runs_end_to_end(tiny_run):
     wd, cfg, proc = tiny_run
     counts = job_counts(proc.stdout + proc.stderr)
-    assert counts["train"] == 2 * 2 * 2  # recipes x depths x seeds
+    assert counts["train"] == 2 * 2 * 2 + 2  # recipes x depths x seeds, r4's adaptive seeds
     assert counts["evaluate_trained"] == 8 * len(TINY_BENCHMARKS)
-    assert counts["evaluate_base"] == 2 * len(TINY_BENCHMARKS)
+    # One job per benchmark for every depth of the base, and of each adaptive model
+    assert "evaluate_base" not in counts
+    assert counts["evaluate_base_one_pass"] == len(TINY_BENCHMARKS)
+    assert counts["evaluate_train_once"] == 2 * len(TINY_BENCHMARKS)
     assert counts["evaluate_steps"] == 4 * len(TINY_BENCHMARKS)  # r4's models
+    assert counts["evaluate_steps_train_once"] == 2 * len(TINY_BENCHMARKS)
     assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
+    assert counts["compute"] == 1 and counts["figure_quality_vs_compute"] == 1
     for recipe in ("r1", "r4"):
         for depth in (1, 2):
             model = wd / f"checkpoints/{recipe}/top{depth}/seed1"
@@ -99,10 +109,12 @@ def test_tiny_study_runs_end_to_end(tiny_run):
             assert snapshots == (["step2", "step4"] if recipe == "r4" else [])
     snaps = contracts.read_eval(wd / "results/eval/r4/top2/seed1/steps/tiny-a.parquet")
     assert sorted(snaps.step.unique()) == [2, 4] and len(snaps) == 2 * 12
+    _check_train_once_arm(wd)
     cur = pd.read_parquet(wd / "results/stats/curves.parquet")
     assert set(cur.recipe) == {"r4"} and sorted(cur.step.unique()) == [0, 2, 4, 8]
+    assert set(cur.strategy) == {"top", "adaptive"}
     onset = contracts.read_stats(wd / "results/stats", "curves_onset")
-    assert len(onset) == 2 * 3  # depths x (2 benchmarks + all)
+    assert len(onset) == 2 * 2 * 3  # strategies x depths x (2 benchmarks + all)
     assert (wd / "results/figures/learning_curves.png").stat().st_size > 10_000
     # Every test query appears in every evaluation, also those scoring 0.
     n_queries = {b: len(contracts.load_queries(wd / f"data/beir/{b}/queries.jsonl"))
@@ -117,23 +129,51 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert set(ci.benchmark) == {*TINY_BENCHMARKS, "all"}
     assert (ci.ci_low <= ci.estimate).all() and (ci.estimate <= ci.ci_high).all()
     comp = pd.read_parquet(wd / "results/stats/comparisons.parquet")
-    assert set(comp.kind) == {"trained_vs_base", "depth", "recipe"}
+    assert set(comp.kind) == {"trained_vs_base", "depth", "recipe", "train_once"}
+    once = comp[comp.kind == "train_once"]
+    assert set(zip(once.a, once.b, strict=True)) == {("r4/top1", "r4/adaptive1"),
+                                                     ("r4/top2", "r4/adaptive2")}
+    assert set(once.design) == {"paired"}
+    vs_base = comp[(comp.kind == "trained_vs_base") & (comp.strategy_b == "adaptive")]
+    assert set(vs_base.a) == {"base/top1", "base/top2"}  # the weights it starts from
     lat = contracts.read_latency(wd / "results/latency/run0.parquet")
     assert set(lat.depth) == {1, 2}
     doc = json.loads((wd / "results/latency/coherence.json").read_text())
     assert doc["runs"][0]["relative_ladder"]["q"][0] == 1.0 and "q" in doc["how_to_read"]
     assert isinstance(doc["absolute_verified"], bool)
-    for name in ("depth_vs_budget", "per_benchmark_degradation", "seed_variance", "pareto"):
+    for name in ("depth_vs_budget", "per_benchmark_degradation", "seed_variance", "pareto",
+                 "quality_vs_compute"):
         assert (wd / f"results/figures/{name}.png").stat().st_size > 10_000
     results = (wd / "results/RESULTS.md").read_text()
     for heading in ("Mean ndcg@10 with 95% calibrated CI", "Training vs the untrained",
                     "Latency ladder", "Data", "Learning curves of ndcg@10",
-                    "Onset of the decline"):
+                    "Onset of the decline", "Train once vs per depth", "Training compute"):
         assert heading in results
     assert (ci["interval"] == "calibrated").all() and ci.mb_ci_low.notna().all()
     assert "Multi-Bootstrap CI" in results and "p (MB)" in results
     assert (wd / "results/figures/depth_ladder.png").exists()
     assert list((wd / "logs/train").rglob("*.log"))
+
+
+def _check_train_once_arm(wd) -> None:
+    """r4's adaptive arm: one model per seed at depth 2, evaluated at depths 1 and 2; the
+    compute table says that one training serves both depths."""
+    assert not (wd / "checkpoints/r4/adaptive1").exists()
+    summary = json.loads((wd / "checkpoints/r4/adaptive2/seed1/train_summary.json").read_text())
+    assert summary["loss"]["name"] == "AdaptiveLayerLoss" and summary["sentence_transformers"]
+    for depth in (1, 2):
+        df = contracts.read_eval(wd / f"results/eval/r4/adaptive{depth}/seed2/tiny-b.parquet")
+        assert set(df.depth) == {depth} and set(df.strategy) == {"adaptive"} and len(df) == 12
+        steps = contracts.read_eval(wd / f"results/eval/r4/adaptive{depth}/seed1/steps/"
+                                    "tiny-a.parquet")
+        assert sorted(steps.step.unique()) == [2, 4]
+    compute = contracts.read_stats(wd / "results/stats", "compute").set_index(
+        ["recipe", "strategy", "depth"])
+    once, top = compute.loc[("r4", "adaptive", 1)], compute.loc[("r4", "top", 1)]
+    assert (once.trained_depth, once.depths_served, once.layer_steps) == (2, 2, 8 * 2)
+    assert (top.trained_depth, top.depths_served, top.layer_steps) == (1, 1, 8 * 1)
+    assert (once.arm_trainings, top.arm_trainings) == (2, 4)  # seeds, seeds x depths
+    assert once.arm_layer_steps == 2 * 16 and top.arm_layer_steps == 2 * (8 + 16)
 
 
 @pytest.mark.slow
@@ -171,14 +211,17 @@ def test_moved_study_has_nothing_to_do(tiny_run):
 
 # Rules whose command's import closure holds the module (an independent list, by hand).
 IMPORTERS = {
-    "workflow_scripts/biencoder/models.py": {"train", "evaluate_trained", "evaluate_base",
-                                             "evaluate_steps", "latency_run"},
+    "workflow_scripts/biencoder/models.py": {"train", "evaluate_trained",
+                                             "evaluate_base_one_pass", "evaluate_train_once",
+                                             "evaluate_steps", "evaluate_steps_train_once",
+                                             "latency_run"},
     "workflow_scripts/core/multibootstrap.py": {"stats", "curves", "ladder_stats", "claims"},
     "workflow_scripts/claims/render.py": {"claims", "claims_figure"},
     "workflow_scripts/biencoder/figures.py": {"figure_depth_vs_budget", "figure_pareto",
                                               "figure_per_benchmark_degradation",
                                               "figure_seed_variance",
-                                              "figure_learning_curves"},
+                                              "figure_learning_curves",
+                                              "figure_quality_vs_compute"},
 }
 
 
@@ -216,7 +259,8 @@ def test_added_seed_trains_only_the_new_seed(tiny_run, tmp_path):
         counts[rule] = counts.get(rule, 0) + 1
     assert counts["train"] == 2  # the new seed at both depths
     assert counts["evaluate_trained"] == 2 * len(TINY_BENCHMARKS)
-    assert "evaluate_base" not in counts and "latency_run" not in counts
+    assert "evaluate_base_one_pass" not in counts and "latency_run" not in counts
+    assert "evaluate_train_once" not in counts  # r4's arm
     assert "evaluate_steps" not in counts and "curves" not in counts  # r1 has no curve
     assert {"stats", "report", "usage"} <= set(counts)  # the aggregates
     assert not any(r.startswith("ladder") for r in counts)
@@ -245,9 +289,26 @@ def test_changed_curve_settings_rerun_only_their_recipe_and_stage(tiny_run, tmp_
     out = _dry_edited(wd, cfg, tmp_path,
                       lambda conf: conf["recipes"]["r4"].update(eval_steps=[4, 8]))
     counts = job_counts(out)
-    assert counts["train"] == 4 and counts["evaluate_steps"] == 4 * len(TINY_BENCHMARKS)
+    assert counts["train"] == 4 + 2 and counts["evaluate_steps"] == 4 * len(TINY_BENCHMARKS)
+    assert counts["evaluate_steps_train_once"] == 2 * len(TINY_BENCHMARKS)
     assert set(re.findall(r"wildcards: recipe=(\w+)", out)) == {"r4"}
     assert "stats" in counts  # r4's final models are retrained (identical, but new files)
+
+
+@pytest.mark.slow
+def test_changed_loss_setting_retrains_only_the_train_once_arm(tiny_run, tmp_path):
+    """A train-once loss setting is a param of the arm's trainings only: the per-depth
+    trainings of the same recipe stay."""
+    wd, cfg, _ = tiny_run
+    out = _dry_edited(wd, cfg, tmp_path, lambda conf: conf["recipes"]["r4"].update(
+        train_once_loss={"kl_temperature": 0.5}))
+    trains = [(rule, reason) for rule, reason, _ in planned_jobs(out) if rule == "train"]
+    assert len(trains) == 2 and all("Params have changed" in r for _, r in trains)
+    assert set(re.findall(r"output: checkpoints/r4/(\w+?)\d/seed\d/model", out)) == {
+        "adaptive"}
+    counts = job_counts(out)
+    assert counts["evaluate_train_once"] == 2 * len(TINY_BENCHMARKS)
+    assert "evaluate_trained" not in counts and "evaluate_base_one_pass" not in counts
 
 
 @pytest.mark.slow
@@ -279,11 +340,15 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run):
     counts = job_counts(dry.stdout + dry.stderr)
     assert counts.get("train", 0) == 0 and counts.get("docstring_benchmark", 0) == 0
     assert counts["evaluate_trained"] == 8  # every trained model, on tiny-a only
-    assert counts["evaluate_base"] == 2
+    assert counts["evaluate_base_one_pass"] == 1  # both depths of the base
+    assert counts["evaluate_train_once"] == 2  # both depths of each adaptive model
     assert counts["evaluate_steps"] == 4  # r4's snapshots, on tiny-a only
+    assert counts["evaluate_steps_train_once"] == 2
     assert {"stats", "report", "curves"} <= set(counts)
-    planned = re.findall(r"output: (results/eval/\S+\.parquet)", dry.stdout)
-    assert len(planned) == 14 and all(p.endswith("/tiny-a.parquet") for p in planned)
+    planned = [f for line in re.findall(r"output: (.*)", dry.stdout)
+               for f in line.split(", ") if f.startswith("results/eval/")]
+    assert len(planned) == 8 + 2 + 2 * 2 + 4 + 2 * 2
+    assert all(p.endswith("/tiny-a.parquet") for p in planned)
 
     snakemake(wd, "--configfile", str(cfg), "--cores", "2")
     after = contracts.read_eval(wd / "results/eval/r1/top1/seed1/tiny-b.parquet")
@@ -291,21 +356,32 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run):
 
 
 def _expected_counts(cfg: dict) -> dict[str, int]:
-    n_models = sum(len(r["seeds"]) for r in cfg["recipes"].values()) * len(
-        cfg["depths"]) * len(cfg["strategies"])
-    n_bench = len(cfg["benchmarks"])
+    """Jobs per rule: per-depth strategies train and evaluate each depth; a train-once arm
+    (and the base of strategy top) one model per seed, evaluated at every depth by one job
+    per benchmark."""
+    recipes, n_bench = cfg["recipes"].values(), len(cfg["benchmarks"])
+    n_depths, strategies = len(cfg["depths"]), cfg["strategies"]
+    n_models = sum(len(r["seeds"]) for r in recipes) * n_depths * len(strategies)
+    n_once = sum(len(r["seeds"]) * len(r.get("train_once", [])) for r in recipes)
+
+    def curve(r):
+        return bool(contracts.snapshot_steps(r.get("eval_steps", []), r["steps"]))
+
     return {
-        "train": n_models,
+        "train": n_models + n_once,
         "evaluate_trained": n_models * n_bench,
-        "evaluate_base": len(cfg["depths"]) * len(cfg["strategies"]) * n_bench,
+        "evaluate_train_once": n_once * n_bench,
+        "evaluate_base": n_depths * len([s for s in strategies if s != "top"]) * n_bench,
+        "evaluate_base_one_pass": n_bench if "top" in strategies else 0,
         "docstring_benchmark": n_bench,
         "latency_run": cfg["latency"]["runs"],
         "stats": 1, "report": 1, "figure_pareto": 1, "figure_depth_vs_budget": 1,
         "figure_seed_variance": 1, "figure_per_benchmark_degradation": 1,
-        "claims": 1, "claims_figure": 1,
-        "evaluate_steps": sum(len(r["seeds"]) for r in cfg["recipes"].values()
-                              if contracts.snapshot_steps(r.get("eval_steps", []), r["steps"])
-                              ) * len(cfg["depths"]) * len(cfg["strategies"]) * n_bench,
+        "figure_quality_vs_compute": 1, "compute": 1, "claims": 1, "claims_figure": 1,
+        "evaluate_steps": sum(len(r["seeds"]) for r in recipes if curve(r))
+        * n_depths * len(strategies) * n_bench,
+        "evaluate_steps_train_once": sum(len(r["seeds"]) * len(r.get("train_once", []))
+                                         for r in recipes if curve(r)) * n_bench,
     }
 
 
@@ -314,7 +390,7 @@ def test_dry_run_lists_every_job_of_the_default_config(tmp_path):
     counts = job_counts(proc.stdout + proc.stderr)
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     for rule, n in _expected_counts(cfg).items():
-        assert counts.get(rule) == n, (rule, counts)
+        assert counts.get(rule, 0) == n, (rule, counts)
     assert counts["evaluate_steps"] == 27  # long: 3 depths x 3 seeds x 3 benchmarks
     assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
     assert counts["docstring_triples"] == 1
@@ -365,9 +441,14 @@ def test_paper_config_lists_exactly_the_papers_jobs(tmp_path):
     proc = snakemake(tmp_path, "-n", "--cores", "8", "--configfile",
                      str(ROOT / "config/paper.yaml"))
     counts = job_counts(proc.stdout + proc.stderr)
-    assert counts["train"] == 20  # A: 1 seed, B-D: 3 seeds, E: 1 seed; x 4 depths
-    assert counts["evaluate_trained"] == 60 and counts["evaluate_base"] == 12
+    # A: 1 seed, B-D: 3 seeds, E: 1 seed; x 4 depths; B-D's two train-once arms: 3 each
+    assert counts["train"] == 20 + 2 * 3
+    assert counts["evaluate_trained"] == 60 and "evaluate_base" not in counts
+    assert counts["evaluate_base_one_pass"] == 3  # every depth of the base per benchmark
+    assert counts["evaluate_train_once"] == 2 * 3 * 3  # arms x seeds x benchmarks
     assert counts["evaluate_steps"] == 60  # every model's snapshots, per benchmark
+    assert counts["evaluate_steps_train_once"] == 2 * 3 * 3  # every depth of each snapshot
+    assert counts["compute"] == 1 and counts["figure_quality_vs_compute"] == 1
     assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
     assert counts["beir_download"] == 3 and counts["triples_download"] == 1
     assert counts["latency_run"] == 3 and counts["stats"] == 1 and counts["report"] == 1

@@ -23,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PARTITION = "local"  # up.sh's partition
 # Rules that the SLURM profile sends to the cluster; every other rule of the bi-encoder study
 # is a localrule (Snakefile).
-SLURM_RULES = ("train", "evaluate_trained", "evaluate_base", "latency_run")
+SLURM_RULES = ("train", "evaluate_trained", "evaluate_base", "evaluate_base_one_pass",
+               "evaluate_train_once", "evaluate_steps", "evaluate_steps_train_once",
+               "latency_run")
 
 
 def cluster_problem() -> str | None:
@@ -51,8 +53,9 @@ def node_cpus() -> int:
 
 def cluster_config(tiny_config: dict) -> dict:
     """The workflow tests' tiny config, cut to what still runs every job kind of the
-    bi-encoder study (train, evaluate, latency; stats, figures, report): 1 seed per recipe,
-    no ladder. 4 trainings, 8 + 4 evaluations, 1 latency run."""
+    bi-encoder study (train, train once, evaluate, latency; stats, figures, report): 1 seed
+    per recipe, no ladder. 4 + 1 trainings, 8 + 2 evaluations and 1 of the base's depths
+    per benchmark, 1 latency run."""
     cfg = dict(tiny_config)
     cfg.pop("ladder", None)
     cfg["recipes"] = {name: {**spec, "seeds": spec["seeds"][:1]}
@@ -178,21 +181,35 @@ def log_outputs(log: str) -> frozenset[str]:
                      for f in m[1].split(", "))
 
 
+def per_depth_models(cfg: dict) -> list[tuple]:
+    return [(r, s, d, seed) for r, spec in cfg["recipes"].items() for s in cfg["strategies"]
+            for d in cfg["depths"] for seed in spec["seeds"]]
+
+
+def train_once_models(cfg: dict) -> list[tuple]:
+    """(recipe, arm, seed) of every train-once training (at the deepest depth)."""
+    return [(r, s, seed) for r, spec in cfg["recipes"].items()
+            for s in spec.get("train_once", []) for seed in spec["seeds"]]
+
+
 def slurm_outputs(cfg: dict) -> set[str]:
-    """Every file that the SLURM rules write for a config (one output each)."""
-    models = [(r, s, d, seed) for r, spec in cfg["recipes"].items() for s in cfg["strategies"]
-              for d in cfg["depths"] for seed in spec["seeds"]]
+    """Every file that the SLURM rules write for a config."""
+    deepest = max(cfg["depths"])
+    models = per_depth_models(cfg) + [(r, s, deepest, seed)
+                                      for r, s, seed in train_once_models(cfg)]
+    arms = per_depth_models(cfg) + [(r, s, d, seed) for r, s, seed in train_once_models(cfg)
+                                    for d in cfg["depths"]]
     bases = [(s, d) for s in cfg["strategies"] for d in cfg["depths"]]
     return (
         {f"checkpoints/{r}/{s}{d}/seed{seed}/model.safetensors" for r, s, d, seed in models}
-        | {f"results/eval/{r}/{s}{d}/seed{seed}/{b}.parquet" for r, s, d, seed in models
+        | {f"results/eval/{r}/{s}{d}/seed{seed}/{b}.parquet" for r, s, d, seed in arms
            for b in cfg["benchmarks"]}
         | {f"results/eval/base/{s}{d}/{b}.parquet" for s, d in bases
            for b in cfg["benchmarks"]}
         | {f"results/latency/run{r}.parquet" for r in range(cfg["latency"]["runs"])}
         | {f"checkpoints/{r}/{s}{d}/seed{seed}/steps/step{n}/model.safetensors"
            for r, s, d, seed in models for n in snapshot_steps(cfg["recipes"][r])}
-        | {f"results/eval/{r}/{s}{d}/seed{seed}/steps/{b}.parquet" for r, s, d, seed in models
+        | {f"results/eval/{r}/{s}{d}/seed{seed}/steps/{b}.parquet" for r, s, d, seed in arms
            if snapshot_steps(cfg["recipes"][r]) for b in cfg["benchmarks"]}
     )
 
@@ -202,36 +219,43 @@ def snapshot_steps(recipe: dict) -> list[int]:
     return contracts.snapshot_steps(recipe.get("eval_steps", []), recipe["steps"])
 
 
-def _curve_models(cfg: dict) -> int:
-    return sum(len(spec["seeds"]) for spec in cfg["recipes"].values()
-               if snapshot_steps(spec)) * len(cfg["strategies"]) * len(cfg["depths"])
-
-
 def expected_submissions(cfg: dict, *, groups: bool = True) -> int:
     """SLURM jobs the study takes: one per training and latency run, and with groups one per
-    model for its evaluations, its snapshots' included (else one per evaluation)."""
-    n_models = sum(len(spec["seeds"]) for spec in cfg["recipes"].values()) * len(
-        cfg["strategies"]) * len(cfg["depths"])
-    n_bases = len(cfg["strategies"]) * len(cfg["depths"])
-    per_model = 1 if groups else len(cfg["benchmarks"])
-    # Snapshot evaluations join their model's group; without groups one job per benchmark.
-    curve_jobs = 0 if groups else _curve_models(cfg) * len(cfg["benchmarks"])
-    return (n_models + (n_models + n_bases) * per_model + curve_jobs
-            + cfg["latency"]["runs"])
+    model for its evaluations, its snapshots' included, and one for the untrained base of
+    strategy top (else one per evaluation job: a train-once model's and top's base evaluate
+    every depth in one job per benchmark)."""
+    models, once = per_depth_models(cfg), train_once_models(cfg)
+    bases = [s for s in cfg["strategies"] if s != "top"] * len(cfg["depths"])
+    one_pass_base = "top" in cfg["strategies"]
+    n_bench = len(cfg["benchmarks"])
+    curves = (sum(1 for r, *_ in models if snapshot_steps(cfg["recipes"][r]))
+              + sum(1 for r, *_ in once if snapshot_steps(cfg["recipes"][r])))
+    if groups:  # snapshot evaluations join their model's group
+        evaluations = len(models) + len(once) + len(bases) + one_pass_base
+    else:
+        evaluations = (len(models) + len(once) + len(bases) + one_pass_base + curves) * n_bench
+    return len(models) + len(once) + evaluations + cfg["latency"]["runs"]
 
 
 def expected_comments(cfg: dict) -> list[str]:
     """The job comments that the plugin (2.8.0) gives the study's SLURM jobs with groups:
-    rule_<rule>_wildcards_<values>, or rule_<group id>_<rules> for a group."""
-    models = [(r, s, d, seed) for r, spec in cfg["recipes"].items() for s in cfg["strategies"]
-              for d in cfg["depths"] for seed in spec["seeds"]]
+    rule_<rule>_wildcards_<values>, or rule_<group id>_<rules, sorted> for a group."""
+    models, deepest = per_depth_models(cfg), max(cfg["depths"])
     return sorted(
         [f"rule_train_wildcards_{r}_{s}_{d}_{seed}" for r, s, d, seed in models]
+        + [f"rule_train_wildcards_{r}_{s}_{deepest}_{seed}"
+           for r, s, seed in train_once_models(cfg)]
         + [f"rule_eval_{r}_{s}{d}_seed{seed}_"
            + ("evaluate_steps_evaluate_trained" if snapshot_steps(cfg["recipes"][r])
               else "evaluate_trained") for r, s, d, seed in models]
-        + [f"rule_eval_base_{s}{d}_evaluate_base" for s in cfg["strategies"]
+        + [f"rule_eval_{r}_{s}_seed{seed}_"
+           + ("evaluate_steps_train_once_evaluate_train_once"
+              if snapshot_steps(cfg["recipes"][r]) else "evaluate_train_once")
+           for r, s, seed in train_once_models(cfg)]
+        + [f"rule_eval_base_{s}{d}_evaluate_base" for s in cfg["strategies"] if s != "top"
            for d in cfg["depths"]]
+        + (["rule_eval_base_one_pass_evaluate_base_one_pass"]
+           if "top" in cfg["strategies"] else [])
         + [f"rule_latency_run_wildcards_{r}" for r in range(cfg["latency"]["runs"])])
 
 

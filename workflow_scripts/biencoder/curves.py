@@ -2,9 +2,10 @@
 to decline.
 
 A curve is one (recipe, strategy, depth) at the steps of its recipe's `eval_steps`: step 0 is
-the untrained truncated base (its evaluation files), then the training's snapshots, then the
-final model (its evaluation files) at the recipe's last step. Per curve and benchmark, and
-across benchmarks ("all": the stratified, unweighted mean), it writes results/stats/:
+the untrained truncated base (its evaluation files; strategy top's for a train-once arm),
+then the training's snapshots, then the final model (its evaluation files) at the recipe's
+last step. Per curve and benchmark, and across benchmarks ("all": the stratified,
+unweighted mean), it writes results/stats/:
 
   curves.parquet             per step: the mean and its interval (stats.interval, the
                              Multi-Bootstrap's beside it), as the stats stage's ci table
@@ -37,7 +38,7 @@ import pandas as pd
 from workflow_scripts.core import contracts, intervals
 from workflow_scripts.core import multibootstrap as mb
 from workflow_scripts.core.arms import Arm, build_arms, design_for, load_evals
-from workflow_scripts.core.contracts import ALL, BASE
+from workflow_scripts.core.contracts import ALL, BASE, base_strategy
 from workflow_scripts.core.settings import Curves
 
 
@@ -83,7 +84,7 @@ def build_curves(df: pd.DataFrame, metric: str, grid: dict) -> dict[tuple, list]
     for recipe, strategy, depth, seeds, snap_steps, last in grid["curves"]:
         key = (recipe, strategy, int(depth))
         label = f"{recipe}/{strategy}{depth}"
-        points = [(0, "base", final.get((BASE, strategy, int(depth))))]
+        points = [(0, "base", final.get((BASE, base_strategy(strategy), int(depth))))]
         points += [(int(n), "snapshot", snaps.get(int(n), {}).get(key)) for n in snap_steps]
         points.append((int(last), "final", final.get(key)))
         for step, point, arm in points:

@@ -104,6 +104,11 @@ class _LeanEncoder:
         """Embeddings of `n` texts from their tokenize() batches, with the current weights."""
         return self._encode(batches, n, [self.depth], show_progress_bar)[self.depth]
 
+    def encode_batches_depths(self, batches: list[tuple], n: int, depths,
+                              show_progress_bar: bool = False) -> dict[int, np.ndarray]:
+        """encode_depths() of `n` texts from their tokenize() batches."""
+        return self._encode(batches, n, depths, show_progress_bar)
+
     def _encode(self, batches, n, depths, show_progress_bar) -> dict[int, np.ndarray]:
         depths = sorted({int(d) for d in depths})
         if not depths or depths[0] < 1 or depths[-1] > self.depth:
@@ -330,3 +335,28 @@ def load_encoder(folder_or_spec: str, *, depth: int | None = None, strategy: str
              else load_trained(path, device=device))
     model.max_seq_length = max_seq_length
     return _STAdapter(model)
+
+
+def encode_at_depths(source: str, texts: list[list[str]], depths, *, max_seq_length: int,
+                     batch_size: int = 64, device: str | None = None, encoder=None
+                     ) -> list[dict[int, np.ndarray]]:
+    """Each list of texts' {depth: embeddings} for a model whose weights do not depend on
+    depth (the untrained base, a train-once model: strategy top), from one forward pass at
+    the deepest depth. A model only sentence-transformers runs (a hub id, other pooling) is
+    truncated and encoded once per depth instead: the same embeddings, more passes.
+    `encoder`: load_encoder(source) at the deepest depth, when the caller has it."""
+    deepest = max(depths)
+    encoder = encoder or load_encoder(source, depth=deepest, max_seq_length=max_seq_length,
+                                      device=device)
+    if not isinstance(encoder, _STAdapter):
+        return [encoder.encode_depths(t, depths, batch_size=batch_size, show_progress_bar=True)
+                for t in texts]
+    print(f"{source}: no lean encoder, so no one-pass depths; encoding each depth",
+          flush=True)
+    out = [{} for _ in texts]
+    for d in sorted(depths):
+        enc = encoder if d == deepest else load_encoder(
+            source, depth=d, max_seq_length=max_seq_length, device=device)
+        for emb, t in zip(out, texts, strict=True):
+            emb[d] = enc.encode(t, batch_size=batch_size, show_progress_bar=True)
+    return out

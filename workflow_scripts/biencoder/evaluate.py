@@ -30,11 +30,16 @@ docs/evaluation.md). Deliberate choices:
   heap's order; it equals ours except when a relevant document ties another within the
   top 10.
 
+Every depth from one pass: a model whose weights do not depend on depth (the untrained base
+of strategy top, a train-once model) is evaluated at every configured depth by one job,
+`--depths 1 2 3 --out F1 F2 F3`: one forward pass at the deepest depth, each depth pooled from
+its hidden state (encoder.encode_at_depths), equal to truncating and encoding each depth.
+
 CLI: python -m workflow_scripts.biencoder.evaluate (--model DIR | --base SPEC) --strategy S \
-        --depth N --benchmark-dir data/beir/X --benchmark X --recipe R --seed S \
-        --settings-json '{"top_k": 100, ...}' --out FILE.parquet
+        (--depth N | --depths N ...) --benchmark-dir data/beir/X --benchmark X --recipe R \
+        --seed S --settings-json '{"top_k": 100, ...}' --out FILE.parquet [FILE ...]
      (--snapshots DIR/steps --steps 5000 10000 ...: a model's learning-curve snapshots, one
-     file with a `step` column)
+     file with a `step` column per depth)
 """
 
 from __future__ import annotations
@@ -261,20 +266,50 @@ def evaluate_model(encoder, benchmark_dir, *, top_k: int = 100, batch_size: int 
     return df, timing
 
 
+def evaluate_depths(source: str, depths, benchmark_dir, *, max_seq_length: int,
+                    top_k: int = 100, batch_size: int = 64, ignore_identical_ids: bool = False,
+                    device: str | None = None) -> tuple[dict[int, pd.DataFrame], dict]:
+    """{depth: per-query metrics} of a model whose weights do not depend on depth (`source`:
+    the base's spec, strategy top, or a train-once model's folder) at every one of `depths`,
+    its texts encoded in one pass (encoder.encode_at_depths)."""
+    from workflow_scripts.biencoder.encoder import encode_at_depths
+
+    corpus, queries, qrels = contracts.load_beir(benchmark_dir)
+    t0 = time.perf_counter()
+    q_emb, d_emb = encode_at_depths(source, [list(queries.values()), doc_texts(corpus)],
+                                    depths, max_seq_length=max_seq_length,
+                                    batch_size=batch_size, device=device)
+    t1 = time.perf_counter()
+    out = {d: evaluate_embeddings(q_emb[d], d_emb[d], list(queries), list(corpus), qrels,
+                                  top_k=top_k, ignore_identical_ids=ignore_identical_ids)
+           for d in sorted(depths)}
+    timing = {"encode_seconds": t1 - t0, "search_metrics_seconds": time.perf_counter() - t1,
+              "queries": len(queries), "documents": len(corpus)}
+    return out, timing
+
+
 def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top_k: int = 100,
                        batch_size: int = 64, ignore_identical_ids: bool = False,
-                       device: str | None = None) -> tuple[pd.DataFrame, dict]:
+                       device: str | None = None, depths=None) -> tuple[object, dict]:
     """Per-query metrics of several weight folders of one training (step -> a learning-curve
     snapshot), as evaluate_model gives for each, with a `step` column: the benchmark read
     once, its texts tokenized once (the lean encoder swaps weights, keeping its batches),
-    one process for all. A folder the lean encoder cannot take is encoded on its own."""
-    from workflow_scripts.biencoder.encoder import BertEncoder, UnsupportedModel, load_encoder
+    one process for all. A folder the lean encoder cannot take is encoded on its own.
+    `depths` (a train-once model's snapshots): {depth: metrics} of every depth, each
+    snapshot in one pass."""
+    from workflow_scripts.biencoder.encoder import (
+        BertEncoder,
+        UnsupportedModel,
+        encode_at_depths,
+        load_encoder,
+    )
 
     corpus, queries, qrels = contracts.load_beir(benchmark_dir)
     q_texts, d_texts = list(queries.values()), doc_texts(corpus)
+    sizes = (len(q_texts), len(d_texts))
     timing = {"encode_seconds": 0.0, "search_metrics_seconds": 0.0, "queries": len(queries),
               "documents": len(corpus)}
-    frames, lean, batches = [], None, None
+    frames, lean, batches = {}, None, None
     for step, folder in sorted(folders.items()):
         t0 = time.perf_counter()
         try:
@@ -282,35 +317,47 @@ def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top
                 raise UnsupportedModel(str(folder))
             lean.load_weights(folder)
         except UnsupportedModel:
-            encoder = load_encoder(str(folder), max_seq_length=max_seq_length, device=device)
+            encoder = load_encoder(str(folder), depth=max(depths) if depths else None,
+                                   max_seq_length=max_seq_length, device=device)
             lean = encoder if isinstance(encoder, BertEncoder) else None
             batches = None if lean is None else (lean.tokenize(q_texts, batch_size),
                                                  lean.tokenize(d_texts, batch_size))
-        if lean is not None:
-            q_emb = lean.encode_batches(batches[0], len(q_texts))
-            d_emb = lean.encode_batches(batches[1], len(d_texts))
+        if lean is not None:  # {depth or None (the folder's own): embeddings}
+            embs = [lean.encode_batches_depths(b, n, depths) if depths
+                    else {None: lean.encode_batches(b, n)} for b, n in zip(batches, sizes,
+                                                                             strict=True)]
+        elif depths:
+            embs = encode_at_depths(str(folder), [q_texts, d_texts], depths,
+                                    max_seq_length=max_seq_length, batch_size=batch_size,
+                                    encoder=encoder)
         else:
-            q_emb = encoder.encode(q_texts, batch_size=batch_size)
-            d_emb = encoder.encode(d_texts, batch_size=batch_size)
+            embs = [{None: encoder.encode(t, batch_size=batch_size)} for t in (q_texts, d_texts)]
         t1 = time.perf_counter()
-        df = evaluate_embeddings(q_emb, d_emb, list(queries), list(corpus), qrels,
-                                 top_k=top_k, ignore_identical_ids=ignore_identical_ids)
+        for key, q_emb in embs[0].items():
+            df = evaluate_embeddings(q_emb, embs[1][key], list(queries), list(corpus), qrels,
+                                     top_k=top_k, ignore_identical_ids=ignore_identical_ids)
+            frames.setdefault(key, []).append(df.assign(step=int(step)))
         timing["encode_seconds"] += t1 - t0
         timing["search_metrics_seconds"] += time.perf_counter() - t1
-        frames.append(df.assign(step=int(step)))
-    return pd.concat(frames, ignore_index=True), timing
+    out = {key: pd.concat(f, ignore_index=True) for key, f in frames.items()}
+    return (out if depths else out[None]), timing
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Zero-shot retrieval evaluation, per query.")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", help="a trained sentence-transformers folder")
-    src.add_argument("--base", help="an untrained base model spec (with --depth)")
+    src.add_argument("--base", help="an untrained base model spec (with --depth or --depths)")
     src.add_argument("--snapshots", help="a training's learning-curve folder (OUT/steps, "
                                          "with --steps): every snapshot, with a step column")
     ap.add_argument("--steps", nargs="+", type=int, help="the snapshot steps (stepN folders)")
     ap.add_argument("--strategy", required=True)
-    ap.add_argument("--depth", type=int, required=True)
+    depth = ap.add_mutually_exclusive_group(required=True)
+    depth.add_argument("--depth", type=int)
+    depth.add_argument("--depths", nargs="+", type=int,
+                       help="every depth of a model whose weights do not depend on depth "
+                            "(the base of strategy top, a train-once model) from one pass; "
+                            "one --out file per depth, in this order")
     ap.add_argument("--benchmark-dir", required=True)
     ap.add_argument("--benchmark", required=True)
     ap.add_argument("--recipe", required=True)
@@ -320,14 +367,22 @@ def main(argv=None) -> None:
                          "max_seq_length, ignore_identical_ids); absent keys take "
                          "config/schema.yaml's defaults")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", nargs="+", required=True)
     a = ap.parse_args(argv)
     s = Evaluate.from_json(a.settings_json)
+    depths = a.depths or [a.depth]
+    if len(a.out) != len(depths):
+        ap.error(f"{len(a.out)} --out file(s) for {len(depths)} depth(s)")
+    if a.depths and contracts.base_strategy(a.strategy) != contracts.PER_DEPTH_REFERENCE:
+        ap.error(f"--depths: strategy {a.strategy} keeps other than the bottom layers; one "
+                 "pass gives the depths of strategy top and the train-once arms only")
 
     from workflow_scripts.biencoder.encoder import load_encoder
     from workflow_scripts.core.runtime import set_threads
 
     set_threads(a.threads)
+    opts = dict(top_k=s.top_k, batch_size=s.batch_size,
+                ignore_identical_ids=s.ignore_identical_ids)
     if a.snapshots:
         if not a.steps:
             ap.error("--snapshots needs --steps")
@@ -336,23 +391,26 @@ def main(argv=None) -> None:
         if missing:
             sys.exit(f"error: no snapshot at {', '.join(missing)} (the training's eval_steps "
                      "do not include it: retrain)")
-        df, timing = evaluate_snapshots(folders, a.benchmark_dir,
-                                        max_seq_length=s.max_seq_length, top_k=s.top_k,
-                                        batch_size=s.batch_size,
-                                        ignore_identical_ids=s.ignore_identical_ids)
+        frames, timing = evaluate_snapshots(folders, a.benchmark_dir,
+                                            max_seq_length=s.max_seq_length,
+                                            depths=a.depths, **opts)
+    elif a.depths:
+        frames, timing = evaluate_depths(a.model or a.base, a.depths, a.benchmark_dir,
+                                         max_seq_length=s.max_seq_length, **opts)
     else:
         encoder = (load_encoder(a.model, max_seq_length=s.max_seq_length) if a.model
                    else load_encoder(a.base, depth=a.depth, strategy=a.strategy,
                                      max_seq_length=s.max_seq_length))
-        df, timing = evaluate_model(encoder, a.benchmark_dir, top_k=s.top_k,
-                                    batch_size=s.batch_size,
-                                    ignore_identical_ids=s.ignore_identical_ids)
-    for key, value in (("recipe", a.recipe), ("strategy", a.strategy), ("depth", a.depth),
-                       ("seed", a.seed), ("benchmark", a.benchmark)):
-        df[key] = value
-    contracts.write_parquet(a.out, df)
-    print(f"{a.out}: {len(df)} queries, NDCG@10 {df['ndcg@10'].mean():.4f}; "
-          f"encode {timing['encode_seconds']:.1f} s, search+metrics "
+        frames, timing = evaluate_model(encoder, a.benchmark_dir, **opts)
+    frames = frames if a.depths else {a.depth: frames}
+    for d, out in zip(depths, a.out, strict=True):
+        df = frames[d]
+        for key, value in (("recipe", a.recipe), ("strategy", a.strategy), ("depth", d),
+                           ("seed", a.seed), ("benchmark", a.benchmark)):
+            df[key] = value
+        contracts.write_parquet(out, df)
+        print(f"{out}: {len(df)} queries, NDCG@10 {df['ndcg@10'].mean():.4f}")
+    print(f"encode {timing['encode_seconds']:.1f} s, search+metrics "
           f"{timing['search_metrics_seconds']:.2f} s")
 
 

@@ -1,5 +1,6 @@
 """Figures stage: one function per figure, each drawing its intervals from results/stats
-(labelled with the CI level the tables record) and, for pareto, the canonical latency ladder.
+(labelled with the CI level the tables record) and, for pareto, the canonical latency ladder;
+quality_vs_compute reads the training compute (compute.parquet) beside the intervals.
 
 CLI: python -m workflow_scripts.biencoder.figures NAME --stats-dir results/stats
         [--latency results/latency/ladder.parquet] [--budget-order R1 R2 ...] [--pair A B]
@@ -18,7 +19,7 @@ matplotlib.use("Agg")  # headless: jobs run without a display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib import transforms  # noqa: E402
+from matplotlib import ticker, transforms  # noqa: E402
 
 from workflow_scripts.core import contracts  # noqa: E402
 from workflow_scripts.core.contracts import ALL, BASE  # noqa: E402
@@ -31,6 +32,28 @@ def _joint(df: pd.DataFrame) -> pd.DataFrame:
     return df.drop_duplicates(key).drop(columns="_n")
 
 
+def trained_arms(ci: pd.DataFrame, order=()) -> list[tuple[str, str]]:
+    """(recipe, strategy) of every trained arm, recipes in budget order, per-depth strategies
+    before a recipe's train-once arms."""
+    return [(r, s) for r in contracts.order_recipes(ci.recipe, order)
+            for s in sorted(ci[ci.recipe == r].strategy.unique(),
+                            key=lambda x: (x in contracts.TRAIN_ONCE, x))]
+
+
+def _base_rows(ci: pd.DataFrame, bench: str) -> pd.DataFrame:
+    """The untrained base's rows to draw for reference: strategy top's when there."""
+    base = ci[(ci.recipe == BASE) & (ci.benchmark == bench)]
+    strategies = sorted(base.strategy.unique())
+    pick = (contracts.PER_DEPTH_REFERENCE if contracts.PER_DEPTH_REFERENCE in strategies
+            else (strategies or [None])[0])
+    return base[base.strategy == pick].sort_values("depth")
+
+
+def _arm_label(recipe: str, strategy: str, arms) -> str:
+    """The recipe alone where it is the only strategy of the figure, else recipe/strategy."""
+    return recipe if len({s for _, s in arms}) == 1 else f"{recipe}/{strategy}"
+
+
 def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
     ci, seeds = stats["ci"], stats["seeds"]
     metric = ci["metric"].iloc[0]
@@ -38,15 +61,15 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
     panels = [ALL] + benches if ALL in set(ci["benchmark"]) else benches
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False,
                              sharey=False)
-    strategies = sorted(ci.strategy.unique())
-    lines = [(r, s) for r in contracts.order_recipes(ci.recipe, order) for s in strategies]
+    lines = trained_arms(ci, order)
     for ax, bench in zip(axes[0], panels, strict=True):
         for i, (recipe, strategy) in enumerate(lines):
             color = f"C{i}"
-            label = recipe if len(strategies) == 1 else f"{recipe} ({strategy})"
+            label = _arm_label(recipe, strategy, lines)
             sel = (ci.recipe == recipe) & (ci.strategy == strategy) & (ci.benchmark == bench)
             c = ci[sel].sort_values("depth")
-            ax.plot(c.depth, c.estimate, "o-", color=color, label=label)
+            ax.plot(c.depth, c.estimate, "D:" if strategy in contracts.TRAIN_ONCE else "o-",
+                    color=color, label=label)
             ax.fill_between(c.depth, c.ci_low, c.ci_high, color=color, alpha=0.25, lw=0)
             s = (seeds[(seeds.recipe == recipe) & (seeds.strategy == strategy)
                        & (seeds.benchmark == bench)]
@@ -54,8 +77,7 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
             if s["std"].notna().any():
                 ax.plot(s.depth, s["mean"] + 2 * s["std"], ":", color=color, lw=1)
                 ax.plot(s.depth, s["mean"] - 2 * s["std"], ":", color=color, lw=1)
-        b = ci[(ci.recipe == BASE) & (ci.benchmark == bench)
-               & (ci.strategy == strategies[0])].sort_values("depth")
+        b = _base_rows(ci, bench)
         if len(b):
             ax.errorbar(b.depth, b.estimate, yerr=[b.estimate - b.ci_low, b.ci_high - b.estimate],
                         fmt="s--", color="gray", capsize=3, label="untrained base")
@@ -78,7 +100,9 @@ def per_benchmark_degradation(stats: dict, pair=None, order=()) -> plt.Figure:
     recipes = contracts.order_recipes(stats["ci"].recipe, order)
     a, b = pair if pair else (recipes[0], recipes[-1])
     comp = comp[(comp.recipe_a == a) & (comp.recipe_b == b)]
-    comp = comp[comp.strategy == comp.strategy.min()]  # one depth strategy per figure
+    # One depth strategy per figure: top where it is there, else the first per-depth one.
+    comp = comp[comp.strategy == min(comp.strategy, key=lambda x: (
+        x != contracts.PER_DEPTH_REFERENCE, x in contracts.TRAIN_ONCE, x))]
     if comp.empty:
         raise contracts.DataError(f"no comparison between recipes {a!r} and {b!r} in the stats")
     benches = list(comp.benchmark.unique())
@@ -105,20 +129,21 @@ def seed_variance(stats: dict, order=()) -> plt.Figure:
     seeds, ci = stats["seeds"], stats["ci"]
     seeds = seeds[(seeds.recipe != BASE) & (seeds.benchmark == ALL)] if ALL in set(
         seeds.benchmark) else seeds[seeds.recipe != BASE]
-    recipes = contracts.order_recipes(ci.recipe, order)
-    fig, axes = plt.subplots(1, len(recipes), figsize=(4 * len(recipes), 3.6), squeeze=False,
+    arms = trained_arms(ci, order)
+    fig, axes = plt.subplots(1, len(arms), figsize=(4 * len(arms), 3.6), squeeze=False,
                              sharey=True)
-    for ax, recipe in zip(axes[0], recipes, strict=True):
-        s = seeds[seeds.recipe == recipe]
+    for ax, (recipe, strategy) in zip(axes[0], arms, strict=True):
+        s = seeds[(seeds.recipe == recipe) & (seeds.strategy == strategy)]
         for k, (seed, g) in enumerate(s.groupby("seed")):
             ax.scatter(g.depth + (k - 1) * 0.06, g["mean"], s=22, label=f"seed {seed}")
-        c = ci[(ci.recipe == recipe) & (ci.benchmark == s.benchmark.iloc[0])].sort_values("depth")
+        c = ci[(ci.recipe == recipe) & (ci.strategy == strategy)
+               & (ci.benchmark == s.benchmark.iloc[0])].sort_values("depth")
         ax.errorbar(c.depth + 0.2, c.estimate, yerr=[c.estimate - c.ci_low, c.ci_high - c.estimate],
                     fmt="_", color="k", capsize=3, label=f"mean, {contracts.ci_caption(ci)}")
         for _, r in c.iterrows():
             ax.annotate(f"σ={r.seed_std:.3f}", (r.depth, r.ci_low), textcoords="offset points",
                         xytext=(0, -12), ha="center", fontsize=7)
-        ax.set_title(recipe)
+        ax.set_title(_arm_label(recipe, strategy, arms))
         ax.set_xlabel("layers kept")
         ax.set_xticks(sorted(c.depth.unique()))
         ax.grid(alpha=0.3)
@@ -166,8 +191,10 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
         pts["x_hi"] = pts.depth.map(lad["max_run_p50_ms"].astype(float))
         xerr = True
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for i, recipe in enumerate([*contracts.order_recipes(ci.recipe, order), BASE]):
-        p = pts[pts.recipe == recipe].sort_values("depth")
+    arms = trained_arms(ci, order)
+    for i, (recipe, strategy) in enumerate([*arms, (BASE, None)]):
+        p = (_base_rows(pts, bench) if recipe == BASE
+             else pts[(pts.recipe == recipe) & (pts.strategy == strategy)].sort_values("depth"))
         if p.empty:
             continue
         color = "gray" if recipe == BASE else f"C{i}"
@@ -175,8 +202,9 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
         if xerr and p.x_lo.notna().all():
             xe = [(p.p50_ms - p.x_lo).clip(lower=0), (p.x_hi - p.p50_ms).clip(lower=0)]
         ax.errorbar(p.p50_ms, p.estimate, yerr=[p.estimate - p.ci_low, p.ci_high - p.estimate],
-                    xerr=xe, fmt="o", color=color, capsize=3,
-                    label="untrained base" if recipe == BASE else recipe)
+                    xerr=xe, fmt="D" if strategy in contracts.TRAIN_ONCE else "o", color=color,
+                    capsize=3, label="untrained base" if recipe == BASE
+                    else _arm_label(recipe, strategy, arms))
         for _, r in p.iterrows():
             ax.annotate(f"L{r.depth}", (r.p50_ms, r.estimate), textcoords="offset points",
                         xytext=(5, 3), fontsize=7, color=color)
@@ -281,6 +309,56 @@ def learning_curves(stats: dict, order=()) -> plt.Figure:
     return fig
 
 
+def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
+    """Mean metric with its CI against the training compute behind each trained arm's
+    depth (results/stats/compute.parquet): left, optimizer steps x layers trained of one
+    training; right, its measured seconds (mean over seeds). A per-depth arm's depths lie
+    on a line (one training each); a train-once arm's depths stand at one x: one training
+    serves them all. The legend gives each arm's total over its depths and seeds."""
+    ci, comp = stats["ci"], stats["compute"]
+    bench = ALL if ALL in set(ci.benchmark) else ci.benchmark.iloc[0]
+    pts = ci[(ci.benchmark == bench) & (ci.recipe != BASE)].merge(
+        comp, on=["recipe", "strategy", "depth"], validate="one_to_one")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
+    arms = [(r, s) for r in contracts.order_recipes(pts.recipe, order)
+            for s in sorted(pts[pts.recipe == r].strategy.unique(),
+                            key=lambda x: (x in contracts.TRAIN_ONCE, x))]
+    for ax, x, xlabel in ((axes[0], "layer_steps", "training compute: optimizer steps × "
+                           "layers trained (layer-steps), one training"),
+                          (axes[1], "train_seconds_mean", "measured training seconds, one "
+                           "training (mean over seeds)")):
+        for i, (recipe, strategy) in enumerate(arms):
+            p = pts[(pts.recipe == recipe) & (pts.strategy == strategy)].sort_values("depth")
+            once = bool(p.train_once.iloc[0])
+            total = p.iloc[0]
+            label = (f"{recipe}/{strategy}" + (" (train once)" if once else "")
+                     + f": {int(total.arm_trainings)} trainings, "
+                     f"{int(total.arm_layer_steps):,} layer-steps in all")
+            # A train-once arm stands a little to the right, off the per-depth point that
+            # costs the same (its deepest depth).
+            xs = p[x] * (1.04 if once else 1.0)
+            ax.errorbar(xs, p.estimate, yerr=[p.estimate - p.ci_low, p.ci_high - p.estimate],
+                        fmt="D" if once else "o", ls=":" if once else "-", color=f"C{i}",
+                        capsize=3, ms=5, label=label)
+            for xv, (_, r) in zip(xs, p.iterrows(), strict=True):
+                ax.annotate(f"L{r.depth}", (xv, r.estimate), textcoords="offset points",
+                            xytext=(6, -3), fontsize=7, color=f"C{i}")
+        ax.set_xscale("log")
+        plain = ticker.FuncFormatter(lambda v, _: f"{v:,.4g}")
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(plain)
+        ax.tick_params(axis="x", which="both", labelsize=7)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel(f"{ci.metric.iloc[0]} "
+                       f"({'mean of benchmarks' if bench == ALL else bench})")
+    axes[0].legend(fontsize=7, loc="best")
+    fig.suptitle(f"Quality vs training compute ({contracts.ci_caption(ci)}; ◆ train once: "
+                 "one training per seed serves every depth)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def load_stats(stats_dir, names=("ci", "seeds", "comparisons")) -> dict[str, pd.DataFrame]:
     return {n: contracts.read_stats(stats_dir, n) for n in names}
 
@@ -296,15 +374,17 @@ def save(fig: plt.Figure, outs) -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Draw one figure of the study.")
     ap.add_argument("name", choices=["depth_vs_budget", "per_benchmark_degradation",
-                                     "seed_variance", "pareto", "learning_curves"])
+                                     "seed_variance", "pareto", "learning_curves",
+                                     "quality_vs_compute"])
     ap.add_argument("--stats-dir", required=True)
     ap.add_argument("--latency", help="canonical latency ladder parquet (pareto)")
     ap.add_argument("--budget-order", nargs="*", default=[], help="recipes, smallest budget first")
     ap.add_argument("--pair", nargs=2, help="recipes A B of per_benchmark_degradation (B - A)")
     ap.add_argument("--out", nargs="+", required=True)
     a = ap.parse_args(argv)
-    stats = load_stats(a.stats_dir, ("curves", "curves_onset") if a.name == "learning_curves"
-                       else ("ci", "seeds", "comparisons"))
+    stats = load_stats(a.stats_dir, {"learning_curves": ("curves", "curves_onset"),
+                                     "quality_vs_compute": ("ci", "compute")}.get(
+        a.name, ("ci", "seeds", "comparisons")))
     order = list(a.budget_order)
     if a.name == "pareto":
         if not a.latency:

@@ -9,7 +9,7 @@ CLI: python -m workflow_scripts.biencoder.report --stats-dir results/stats
          [--latency-coherence results/latency/coherence.json]]
         [--usage results/usage.parquet] [--cards data/.../DATACARD.md ...]
         [--extra results/ladder/summary.md ...] [--claims results/claims.md] [--curves] \
-        --out results/RESULTS.md
+        [--compute] --out results/RESULTS.md
 """
 
 from __future__ import annotations
@@ -22,34 +22,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from workflow_scripts.biencoder.markdown import fmt, interval, md_table, p_fmt
+from workflow_scripts.biencoder.report_compute import compute_section
 from workflow_scripts.core import contracts
 from workflow_scripts.core.contracts import ALL
-
-
-def fmt(x, digits: int = 4) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, float):
-        return f"{x:.{digits}f}"
-    return str(x)
-
-
-def md_table(df: pd.DataFrame, digits: int = 4) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(fmt(v, digits) for v in row) + " |")
-    return "\n".join(lines)
-
-
-def interval(est, lo, hi, digits: int = 4) -> str:
-    return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
-def p_fmt(p) -> str:
-    return "–" if p is None or (isinstance(p, float) and math.isnan(p)) else f"{p:.4f}"
 
 
 def ci_section(ci: pd.DataFrame) -> str:
@@ -379,11 +355,12 @@ def read_fit(coherence_json) -> dict | None:
 
 def build(stats_dir, latency_summary=None, latency_ladder=None, latency_coherence=None,
           usage=None, cards=(), extras=(), title="depthlab results", claims=None,
-          curves=False) -> str:
+          curves=False, compute=False) -> str:
     """RESULTS.md from the artifacts' paths; the latency section needs the summary and the
     ladder (the coherence document is optional: without it the fit is computed here). The
     claims section (results/claims.md), when given, comes first; `curves`: the learning
-    curves' tables are in stats_dir too."""
+    curves' tables are in stats_dir too; `compute`: so is the training compute table
+    (report_compute.py: train once vs per depth)."""
     if (latency_summary is None) != (latency_ladder is None):
         raise ValueError("the latency section needs both the latency summary and the ladder")
     if latency_coherence and latency_summary is None:
@@ -397,6 +374,9 @@ def build(stats_dir, latency_summary=None, latency_ladder=None, latency_coherenc
              ci_section(tables["ci"]), comparison_section(tables["comparisons"]),
              variance_section(tables["variance"], tables["seeds_needed"], tables["agreement"],
                               level)]
+    if compute:
+        parts.append(compute_section(tables["ci"], tables["comparisons"],
+                                     contracts.read_stats(stats_dir, "compute")))
     if curves:
         parts.append(curves_section(*(contracts.read_stats(stats_dir, n) for n in
                                       ("curves", "curves_change", "curves_onset"))))
@@ -430,11 +410,15 @@ def main(argv=None) -> None:
     ap.add_argument("--claims", help="results/claims.md: the claims section, first")
     ap.add_argument("--curves", action="store_true",
                     help="add the learning curves (curves*.parquet in the stats folder)")
+    ap.add_argument("--compute", action="store_true",
+                    help="add the training compute and train once vs per depth "
+                         "(compute.parquet in the stats folder)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     try:
         text = build(a.stats_dir, a.latency_summary, a.latency_ladder, a.latency_coherence,
-                     a.usage, a.cards, a.extra, claims=a.claims, curves=a.curves)
+                     a.usage, a.cards, a.extra, claims=a.claims, curves=a.curves,
+                     compute=a.compute)
     except ValueError as e:  # an inconsistent set of inputs
         ap.error(str(e))
     contracts.write_text(a.out, text)

@@ -8,11 +8,15 @@ Reads every per-query evaluation parquet and writes results/stats/*.parquet:
   ci.parquet           CI of the mean metric per (recipe, strategy, depth), per benchmark and
                        across benchmarks ("all": stratified, unweighted mean of benchmarks)
   seeds.parquet        per-seed means (for the seed-variance figure)
-  comparisons.parquet  trained vs untrained base (single-baseline), depth vs depth within a
-                       recipe (paired by seed), recipe vs recipe at each depth (paired where
-                       the seeds are shared, single-baseline where one side has one seed,
-                       else unpaired); each with joint, seed-only and example-only resampling,
-                       and a TOST equivalence verdict |delta| < epsilon
+  comparisons.parquet  trained vs untrained base (single-baseline; a train-once arm against
+                       the base of strategy top, whose layers it starts from), depth vs depth
+                       within a recipe (paired by seed), strategy vs strategy at each depth,
+                       train once vs per depth (a train-once arm against strategy top of its
+                       recipe at each depth, delta = train-once - per-depth, paired by seed),
+                       recipe vs recipe at each depth (paired where the seeds are shared,
+                       single-baseline where one side has one seed, else unpaired); each with
+                       joint, seed-only and example-only resampling, and a TOST equivalence
+                       verdict |delta| < epsilon
   variance.parquet     share of the variance of the estimate from seeds vs from queries
   seeds_needed.parquet seeds for a target CI half-width and to detect a given delta
   agreement.parquet    instance-level agreement between seeds (top-1 hit; Spearman of metric)
@@ -34,7 +38,13 @@ import pandas as pd
 from workflow_scripts.core import contracts, intervals
 from workflow_scripts.core import multibootstrap as mb
 from workflow_scripts.core.arms import Arm, build_arms, design_for, grid_gaps, load_evals
-from workflow_scripts.core.contracts import ALL, BASE
+from workflow_scripts.core.contracts import (
+    ALL,
+    BASE,
+    PER_DEPTH_REFERENCE,
+    TRAIN_ONCE,
+    base_strategy,
+)
 from workflow_scripts.core.settings import Stats
 
 
@@ -90,8 +100,9 @@ def comparison_pairs(arms: dict, budget_order: list[str]) -> list[tuple[str, tup
     pairs = []
     for key in arms:
         recipe, strategy, depth = key
-        if recipe != BASE and (BASE, strategy, depth) in arms:
-            pairs.append(("trained_vs_base", (BASE, strategy, depth), key))
+        base = (BASE, base_strategy(strategy), depth)
+        if recipe != BASE and base in arms:
+            pairs.append(("trained_vs_base", base, key))
     recipes = contracts.order_recipes({k[0] for k in arms}, budget_order)
     strategies = sorted({k[1] for k in arms})
     # Depth vs depth within each recipe, and within the untrained base (one model per depth:
@@ -101,16 +112,27 @@ def comparison_pairs(arms: dict, budget_order: list[str]) -> list[tuple[str, tup
         for shallow, deep in itertools.combinations(depths, 2):
             pairs.append(("depth", (recipe, strategy, shallow), (recipe, strategy, deep)))
     for recipe in recipes:  # depth strategies against each other at the same depth
-        for s_a, s_b in itertools.combinations(strategies, 2):
+        for pair in itertools.combinations(strategies, 2):
+            kind, s_a, s_b = strategy_kind(*pair)
             for d in sorted({k[2] for k in arms}):
                 if (recipe, s_a, d) in arms and (recipe, s_b, d) in arms:
-                    pairs.append(("strategy", (recipe, s_a, d), (recipe, s_b, d)))
+                    pairs.append((kind, (recipe, s_a, d), (recipe, s_b, d)))
     for strategy in strategies:
         for r_a, r_b in itertools.combinations(recipes, 2):
             for d in sorted({k[2] for k in arms}):
                 if (r_a, strategy, d) in arms and (r_b, strategy, d) in arms:
                     pairs.append(("recipe", (r_a, strategy, d), (r_b, strategy, d)))
     return pairs
+
+
+def strategy_kind(s_a: str, s_b: str) -> tuple[str, str, str]:
+    """(kind, a, b) of two strategies at equal depth: a train-once arm against per-depth
+    training of `top` (the same layers) is "train_once" with b the train-once arm, so that
+    delta = train-once - per-depth; any other pair is "strategy"."""
+    once = [x for x in (s_a, s_b) if x in TRAIN_ONCE]
+    if len(once) == 1 and PER_DEPTH_REFERENCE in (s_a, s_b):
+        return "train_once", PER_DEPTH_REFERENCE, once[0]
+    return "strategy", s_a, s_b
 
 
 def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None
@@ -127,7 +149,8 @@ def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None
             common = dict(method=s.interval, design=design, resample=resample, nboot=s.nboot,
                           seed=s.seed, threads=threads, **seeds_kw)
             row = {"kind": kind, "a": a.label, "b": b.label, "recipe_a": a.recipe,
-                   "recipe_b": b.recipe, "strategy": a.strategy, "depth_a": a.depth,
+                   "recipe_b": b.recipe, "strategy": a.strategy, "strategy_b": b.strategy,
+                   "depth_a": a.depth,
                    "depth_b": b.depth, "benchmark": bench,
                    **intervals.compare(sa, sb, alternative=alternative, ci=s.ci, **common)}
             if resample == axes[0]:

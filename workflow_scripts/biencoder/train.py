@@ -4,6 +4,12 @@ sentence-transformers' SentenceTransformerTrainer with MultipleNegativesRankingL
 (query, positive, negative) triples, NO_DUPLICATES batches (a duplicate text in a batch
 would be a false in-batch negative). The final model is saved as safetensors.
 
+A train-once arm (strategy adaptive or matryoshka2d, core/contracts.py TRAIN_ONCE) trains the
+base's bottom `depth` layers (as strategy top) once for every shallower depth: MNRL wrapped in
+AdaptiveLayerLoss, or in Matryoshka2dLoss, with the recipe's train_once_loss settings. Both
+sample prior layers (and dimensions) with Python's `random`, which the trainer seeds and
+saves in every checkpoint, so a resumed run draws what an uninterrupted one draws.
+
 CLI: python -m workflow_scripts.biencoder.train --base SPEC --strategy top --depth 3 --seed 42 \
         --settings-json '{...}' --triples data/train/X.parquet --out checkpoints/... \
         [--checkpoint-every N] [--eval-steps N ...]
@@ -21,7 +27,7 @@ from pathlib import Path
 
 from workflow_scripts.core import contracts
 from workflow_scripts.core.runtime import set_threads
-from workflow_scripts.core.settings import Train
+from workflow_scripts.core.settings import Train, train_settings
 
 TRIPLE_COLUMNS = ("query", "positive", "negative")
 
@@ -156,6 +162,34 @@ def checkpoint_problem(ckpt: Path, state: bool = True) -> str:
     return ""
 
 
+def build_loss(model, strategy: str, settings):
+    """MNRL, wrapped for a train-once arm in AdaptiveLayerLoss (adaptive) or Matryoshka2dLoss
+    (matryoshka2d) with the recipe's train_once_loss settings."""
+    from sentence_transformers.sentence_transformer import losses
+
+    mnrl = losses.MultipleNegativesRankingLoss(model, scale=settings.scale)
+    if strategy not in contracts.TRAIN_ONCE:
+        return mnrl
+    layer = {k: getattr(settings, k) for k in (
+        "n_layers_per_step", "layer_weighting", "last_layer_weight", "prior_layers_weight",
+        "kl_div_weight", "kl_temperature")}
+    if strategy == "adaptive":
+        return losses.AdaptiveLayerLoss(model, mnrl, **layer)
+    return losses.Matryoshka2dLoss(model, mnrl, matryoshka_dims(model, settings),
+                                   n_dims_per_step=settings.n_dims_per_step, **layer)
+
+
+def matryoshka_dims(model, settings) -> list[int]:
+    """The dimensions matryoshka2d trains, largest first: the full one (the one evaluated)
+    and the recipe's matryoshka_dims."""
+    full = model.get_embedding_dimension()
+    over = [d for d in settings.matryoshka_dims if d > full]
+    if over:
+        raise ValueError(f"config key recipes.*.train_once_loss.matryoshka_dims: {over} "
+                         f"exceed the model's embedding dimension {full}")
+    return sorted({full, *settings.matryoshka_dims}, reverse=True)
+
+
 def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, triples,
           out_dir, threads: int = 1, checkpoint_every: int = 0, state_dir=None,
           eval_steps=(), callbacks=()) -> dict:
@@ -169,6 +203,7 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     folder during training, so a resumed run keeps those it made, and moved with the model;
     OUT_DIR/steps exists, empty, without them). Snapshots do not change the model either.
     `callbacks`: extra transformers TrainerCallbacks."""
+    import sentence_transformers
     import torch
     from datasets import Dataset
     from sentence_transformers import (
@@ -176,7 +211,6 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
         SentenceTransformerTrainingArguments,
     )
     from sentence_transformers.base.sampler import BatchSamplers
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     from workflow_scripts.biencoder.models import freeze_all_but_last, load_truncated
 
@@ -187,13 +221,14 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     set_threads(threads)
     torch.manual_seed(seed)
     device, precision_args = device_and_precision(settings.precision)
-    model = load_truncated(base, strategy, depth, device=device)
+    # A train-once arm holds the base's bottom `depth` layers, as strategy top does.
+    model = load_truncated(base, contracts.base_strategy(strategy), depth, device=device)
     if strategy == "freeze":
         freeze_all_but_last(model, depth)
     model.max_seq_length = settings.max_seq_length
     df = load_triples(triples)
     dataset = Dataset.from_pandas(df, preserve_index=False)
-    loss = MultipleNegativesRankingLoss(model, scale=settings.scale)
+    loss = build_loss(model, strategy, settings)
     steps = settings.steps
     every = int(checkpoint_every)
     state_dir = Path(state_dir or f"{Path(out_dir)}.trainer")
@@ -241,6 +276,14 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
         "steps": steps, "snapshot_steps": snaps, "train_seconds": round(seconds, 3),
         "resumed_from": str(resume) if resume else None,
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        # The compute accounting's unit is optimizer steps x layers trained (`freeze` trains
+        # its last `depth` layers; every other strategy all `depth` it keeps).
+        "layers_trained": depth,
+        # The loss and its settings as sentence-transformers states them, with its version:
+        # AdaptiveLayerLoss changed across releases, so results of different versions are
+        # not comparable.
+        "loss": {"name": type(loss).__name__, **loss.get_config_dict()},
+        "sentence_transformers": sentence_transformers.__version__,
         # The trainer's own training_loss covers only this process's steps (after a resume,
         # the resumed ones); the log history is restored with the checkpoint, so its
         # step-weighted mean is the whole run's mean loss, resumed or not.
@@ -259,13 +302,15 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="Train one truncated bi-encoder with MNRL.")
+    ap = argparse.ArgumentParser(description="Train one truncated bi-encoder with MNRL (a "
+                                 "train-once arm: wrapped in its layer-adaptive loss).")
     ap.add_argument("--base", required=True, help="model spec (see biencoder/models.py)")
     ap.add_argument("--strategy", required=True)
     ap.add_argument("--depth", type=int, required=True)
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--settings-json", default="{}",
-                    help="recipe settings as JSON (core/settings.py Train; absent keys take "
+                    help="recipe settings as JSON (core/settings.py Train, or the train-once "
+                         "arm's TrainAdaptive / TrainMatryoshka2d; absent keys take "
                          "config/schema.yaml's defaults)")
     ap.add_argument("--triples", required=True)
     ap.add_argument("--threads", type=int, default=1)
@@ -278,7 +323,8 @@ def main(argv=None) -> None:
     ap.add_argument("--state-dir", help="resumable trainer state (default: OUT.trainer)")
     a = ap.parse_args(argv)
     summary = train(base=a.base, strategy=a.strategy, depth=a.depth, seed=a.seed,
-                    settings=Train.from_json(a.settings_json), triples=a.triples,
+                    settings=train_settings(a.strategy).from_json(a.settings_json),
+                    triples=a.triples,
                     out_dir=Path(a.out), threads=a.threads,
                     checkpoint_every=a.checkpoint_every, state_dir=a.state_dir,
                     eval_steps=a.eval_steps)

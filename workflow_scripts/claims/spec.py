@@ -7,9 +7,12 @@ for every part). A part says what is estimated (`estimate`), over which arms (a 
 and how it is decided (`test` with `threshold`, `epsilon` or `value`). Every part expands
 into members: one estimate and one test each. Arms are selectors over the study's axes:
 bi-encoder `recipe`, `strategy`, `depth`; ladder `config`, `method`, `k`; latency `depth`.
-A selector value is a name or number, a list, `all`, `first`, `last` or {min, max}.
+A selector value is a name or number, a list, `all`, `first`, `last` or {min, max}. A
+recipe's train-once arms (`train_once`: adaptive, matryoshka2d) are strategies of that
+recipe; a selector that leaves `strategy` out means the one per-depth strategy there is.
 
-Imports the standard library only: the Snakefile checks claims before any job.
+Imports the standard library (and core/contracts.py, which imports nothing else at module
+level) only: the Snakefile checks claims before any job.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
+
+from workflow_scripts.core.contracts import TRAIN_ONCE
 
 STUDY_AXES = {"biencoder": ("recipe", "strategy", "depth"), "ladder": ("config", "method", "k"),
               "latency": ("depth",), "curves": ("recipe", "strategy", "depth")}
@@ -85,7 +90,9 @@ def grid_from_config(config: dict, metrics=("ndcg@10", "recall@100", "map@100", 
         runs = int(config.get("latency", {}).get("runs", 3))
         depths = sorted(config["depths"])
         bi = tuple({"recipe": r, "strategy": s, "depth": d}
-                   for r in ["base", *config["recipes"]] for s in config["strategies"]
+                   for r in ["base", *config["recipes"]]
+                   for s in [*config["strategies"],
+                             *config["recipes"].get(r, {}).get("train_once", [])]
                    for d in depths)
         lat = tuple({"depth": d} for d in depths)
         benchmarks = tuple(config["benchmarks"])
@@ -201,6 +208,9 @@ def expand(selector: dict, context: dict, arms: tuple[dict, ...], axes: tuple[st
                 continue
             elif len(present) == 1:
                 values = present
+            elif axis == "strategy" and len(per_depth := [
+                    v for v in present if v not in TRAIN_ONCE]) == 1:
+                values = per_depth  # a train-once arm is named, never implied
             else:
                 raise ClaimError(f"{where}: leaves {axis} open (this config has "
                                  f"{', '.join(map(str, present))}); name it, or set it in "

@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 
 from workflow_scripts.biencoder import architectures
+from workflow_scripts.core.contracts import PER_DEPTH_REFERENCE
 from workflow_scripts.core.settings import SCHEMA_FILES, schema
 
 # Keys each data source needs, as a training set and as a benchmark.
@@ -56,7 +57,8 @@ def cross_errors(config: dict) -> list[str]:
     msgs += claim_errors(config)
     if "recipes" not in config:
         return msgs
-    msgs += depth_errors(config) + eval_step_errors(config["recipes"])
+    msgs += (depth_errors(config) + eval_step_errors(config["recipes"])
+             + train_once_errors(config))
     ref = config.get("latency", {}).get("reference_depth")
     if ref is not None and ref not in config["depths"]:
         msgs.append(f"config key latency.reference_depth: {ref} is not one of depths "
@@ -117,6 +119,16 @@ def eval_step_errors(recipes: dict) -> list[str]:
             elif step > recipe["steps"]:
                 msgs.append(f"{key}: {step} is beyond the recipe's {recipe['steps']} steps")
     return msgs
+
+
+def train_once_errors(config: dict) -> list[str]:
+    """A train-once arm is compared with per-depth training of strategy top (the same bottom
+    layers) and starts from top's untrained base: both must be in the grid."""
+    return [f"config key recipes.{name}.train_once: a train-once arm is compared with "
+            f"per-depth training of strategy {PER_DEPTH_REFERENCE} (the same bottom layers); "
+            f"add {PER_DEPTH_REFERENCE} to strategies"
+            for name, recipe in config["recipes"].items()
+            if recipe.get("train_once") and PER_DEPTH_REFERENCE not in config["strategies"]]
 
 
 def claim_errors(config: dict) -> list[str]:

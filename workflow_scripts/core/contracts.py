@@ -30,6 +30,19 @@ LATENCY_COLUMNS = (
 # evaluation files), and the stratified aggregate of the benchmarks as a benchmark.
 BASE = "base"
 ALL = "all"
+# Train-once arms (a recipe's `train_once`): one training at the deepest configured depth on
+# the base's bottom layers, every depth evaluated by truncating it. Their per-depth
+# counterpart, and the untrained base they start from, is strategy `top` (the same layers).
+TRAIN_ONCE = ("adaptive", "matryoshka2d")
+PER_DEPTH_REFERENCE = "top"
+
+
+def base_strategy(strategy: str) -> str:
+    """The strategy of the untrained base an arm starts from: `top` for a train-once arm
+    (its weights at depth d are the base's bottom d layers), the arm's own otherwise."""
+    return PER_DEPTH_REFERENCE if strategy in TRAIN_ONCE else strategy
+
+
 # Columns each results/stats/<table>.parquet holds at least (stats stage writes them; the
 # figures and the report read them through read_stats).
 # `interval` is the interval method (core/intervals.py); mb_* the Multi-Bootstrap's beside it.
@@ -39,8 +52,9 @@ STATS_TABLES = {
     "ci": ("metric", "recipe", "strategy", "depth", "benchmark", "n_seeds", "n_queries",
            "seed_std", *_INTERVAL),
     "seeds": ("metric", "recipe", "strategy", "depth", "benchmark", "seed", "mean"),
-    "comparisons": ("metric", "kind", "a", "b", "recipe_a", "recipe_b", "strategy", "depth_a",
-                    "depth_b", "benchmark", *_INTERVAL, "alternative", "threshold"),
+    "comparisons": ("metric", "kind", "a", "b", "recipe_a", "recipe_b", "strategy",
+                    "strategy_b", "depth_a", "depth_b", "benchmark", *_INTERVAL,
+                    "alternative", "threshold"),
     "variance": ("metric", "recipe", "strategy", "depth", "benchmark", "var_joint",
                  "var_seeds", "var_examples", "share_seeds", "share_examples",
                  "share_interaction"),
@@ -63,6 +77,16 @@ CURVE_TABLES = {
                      "onset_ci_high", "p_onset", "interval", "resample", "ci", "nboot"),
     "curves_onset_dist": ("metric", "recipe", "strategy", "depth", "benchmark", "onset_step",
                           "share"),
+}
+# results/stats/compute.parquet (biencoder/compute.py): each trained arm's training cost per
+# (recipe, strategy, depth), from the trainings' train_summary.json. `layer_steps` = optimizer
+# steps x layers trained, of one training; a train-once arm's one training (trained_depth,
+# the deepest) serves `depths_served` depths; `arm_*`: the whole arm, every depth and seed.
+COMPUTE_TABLES = {
+    "compute": ("recipe", "strategy", "depth", "train_once", "trained_depth", "seeds",
+                "steps", "layers_trained", "layer_steps", "train_seconds_mean",
+                "train_seconds_sum", "depths_served", "arm_trainings", "arm_layer_steps",
+                "arm_train_seconds"),
 }
 # results/usage.parquet: Snakemake's benchmark of every job, summed per rule.
 USAGE_COLUMNS = ("rule", "jobs", "seconds_total", "seconds_max", "max_rss_mb", "cpu_seconds")
@@ -281,7 +305,7 @@ def read_stats(stats_dir, name: str) -> pd.DataFrame:
     path = Path(stats_dir) / f"{name}.parquet"
     df = pd.read_parquet(path)
     if len(df):
-        check_columns(df, {**STATS_TABLES, **CURVE_TABLES}[name], path)
+        check_columns(df, {**STATS_TABLES, **CURVE_TABLES, **COMPUTE_TABLES}[name], path)
     return df
 
 

@@ -32,9 +32,9 @@ SCHEMA_FILES = {"": ROOT / "config/schema.yaml", "ladder": ROOT / "config/ladder
 # checkpointing, figure formats). Rules pass them as wildcards or plain arguments.
 WORKFLOW_KEYS = frozenset({
     "base_model", "depths", "strategies", "train_data", "benchmarks", "recipes.*.seeds",
-    "recipes.*.checkpoint_every", "recipes.*.eval_steps", "datasets.*.source",
-    "datasets.*.url", "datasets.*.md5", "datasets.*.expect_lines", "latency.runs",
-    "latency.threads", "figures.budget_pair",
+    "recipes.*.checkpoint_every", "recipes.*.eval_steps", "recipes.*.train_once",
+    "datasets.*.source", "datasets.*.url", "datasets.*.md5", "datasets.*.expect_lines",
+    "latency.runs", "latency.threads", "figures.budget_pair",
     "figures.formats", "ladder.dataset.name", "ladder.dataset.url", "ladder.dataset.md5",
     "ladder.configs", "ladder.methods", "ladder.seeds", "ladder.batch_seeds",
     "ladder.crosscheck",
@@ -190,10 +190,31 @@ def stage(name: str, section: str, keys: str, doc: str = "", **elsewhere: str):
 # ---------------------------------------------------------------------------------------
 # One class per stage: exactly the config keys the stage reads.
 # ---------------------------------------------------------------------------------------
-Train = stage("Train", "recipes.{recipe}",
-              "batch_size steps lr warmup weight_decay scheduler scale precision",
+_TRAIN = "batch_size steps lr warmup weight_decay scheduler scale precision"
+Train = stage("Train", "recipes.{recipe}", _TRAIN,
               "What changes a trained model: the recipe without its seed list and "
               "checkpointing, and the sequence length.", max_seq_length="max_seq_length")
+# The train-once arms read their loss's settings too; a per-depth training does not, so
+# changing them retrains only the arms that use them.
+_LOSS = "recipes.{recipe}.train_once_loss."
+_LAYER_LOSS = {k: _LOSS + k for k in ("n_layers_per_step", "layer_weighting",
+                                      "last_layer_weight", "prior_layers_weight",
+                                      "kl_div_weight", "kl_temperature")}
+TrainAdaptive = stage("TrainAdaptive", "recipes.{recipe}", _TRAIN,
+                      "Train plus AdaptiveLayerLoss's settings (train-once arm adaptive).",
+                      max_seq_length="max_seq_length", **_LAYER_LOSS)
+TrainMatryoshka2d = stage("TrainMatryoshka2d", "recipes.{recipe}", _TRAIN,
+                          "Train plus Matryoshka2dLoss's settings (train-once arm "
+                          "matryoshka2d).", max_seq_length="max_seq_length", **_LAYER_LOSS,
+                          **{k: _LOSS + k for k in ("matryoshka_dims", "n_dims_per_step")})
+# The settings class of a training job, by its strategy (per-depth strategies: Train).
+TRAIN_ONCE_SETTINGS = {"adaptive": TrainAdaptive, "matryoshka2d": TrainMatryoshka2d}
+
+
+def train_settings(strategy: str) -> type[Settings]:
+    return TRAIN_ONCE_SETTINGS.get(strategy, Train)
+
+
 Evaluate = stage("Evaluate", "eval", "top_k batch_size", max_seq_length="max_seq_length",
                  ignore_identical_ids="datasets.{benchmark}.ignore_identical_ids")
 DocstringBenchmark = stage("DocstringBenchmark", "datasets.{benchmark}",
@@ -230,6 +251,6 @@ Claims = stage("Claims", "stats", "interval nboot ci seed",
                latency_seed="latency.seed")
 
 STAGES: tuple[type[Settings], ...] = (
-    Train, Evaluate, DocstringBenchmark, DocstringTriples, LatencyProfile, LatencySummary,
-    Stats, Curves, LadderData, LadderTrain, LadderStats, Claims,
+    Train, TrainAdaptive, TrainMatryoshka2d, Evaluate, DocstringBenchmark, DocstringTriples,
+    LatencyProfile, LatencySummary, Stats, Curves, LadderData, LadderTrain, LadderStats, Claims,
 )
