@@ -44,6 +44,8 @@ rule docstring_triples:
         bench("data/train/{train_data}.parquet")
     wildcard_constraints:
         train_data=dataset_names("docstrings"),
+    # The training jobs wait for this: the start of the longest chain (rules/train.smk).
+    priority: 1
     conda:
         CONDA_ENV
     threads: 1
@@ -96,6 +98,7 @@ rule triples_download:
         bench("data/train/{train_data}.parquet")
     wildcard_constraints:
         train_data=dataset_names("triples-jsonl-gz"),
+    priority: 1
     conda:
         CONDA_ENV
     params:

@@ -19,6 +19,10 @@ rule train:
         "logs/train/{recipe}/{strategy}{depth}/seed{seed}.log",
     benchmark:
         bench("checkpoints/{recipe}/{strategy}{depth}/seed{seed}/model.safetensors")
+    # Trainings (and their triples) first: they head the longest chains (train, evaluate,
+    # curves); the short jobs of the ladder and of evaluation then fill the cores at the end
+    # instead of one long training running alone.
+    priority: 1
     conda:
         CONDA_ENV
     threads: 1
