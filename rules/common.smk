@@ -268,14 +268,16 @@ def biencoder_benchmarks():
             bench(f"checkpoints/{m}/model.safetensors") for m in trained_models()
         ],
         "compute": [bench("results/stats/compute.parquet")],
+        # A curve recipe's final models are evaluated by the evaluate_steps* jobs.
         "evaluate_trained": [
             bench(f"results/eval/{m}/{b}.parquet")
             for m in arm_seeds(lambda s: s not in TRAIN_ONCE)
+            if m.split("/")[0] not in CURVE_RECIPES
             for b in BENCHMARKS
         ],
         "evaluate_train_once": [
             bench(f"results/eval/{r}/{s}{DEPTHS[0]}/seed{seed}/{b}.parquet")
-            for r, s, seed in one_pass_jobs()
+            for r, s, seed in one_pass_jobs(lambda r: r not in CURVE_RECIPES)
             for b in BENCHMARKS
         ],
         "evaluate_base": [

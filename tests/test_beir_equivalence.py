@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workflow_scripts.biencoder import docstrings, evaluate
+from workflow_scripts.biencoder import docstrings, evaluate, retrieval
 from workflow_scripts.core import contracts
 
 PER_QUERY = {"ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "map@100": "map_cut_100"}
@@ -153,7 +153,7 @@ def test_ties_at_the_cut_follow_trec_eval():
         full = sorted(range(len(doc_ids)), key=lambda j: (q[axes[j]], doc_ids[j]),
                       reverse=True)
         for k in (1, 3, 5, 12):
-            _, idx = evaluate.search(q[None], docs, k, tie_rank=evaluate.id_ranks(doc_ids))
+            _, idx = retrieval.search(q[None], docs, k, tie_rank=retrieval.id_ranks(doc_ids))
             assert idx[0].tolist() == full[:k], (qi, k)
 
 
@@ -175,9 +175,9 @@ def test_ranked_metrics_equal_pytrec_eval_on_the_whole_ranking(trial):
         qrels[qid] = {doc_ids[j]: int(rng.integers(0, 4)) for j in picks}
         if rng.random() < 0.2:
             qrels[qid]["not-in-corpus"] = 2
-    df = evaluate.evaluate_embeddings(q, d, query_ids, doc_ids, qrels, top_k=100)
-    scores, idx = evaluate.search(q, d, n_d)  # everything, in no particular tie order
-    ref = evaluate.per_query_metrics(qrels, evaluate.build_run(query_ids, doc_ids, scores, idx))
+    df = retrieval.evaluate_embeddings(q, d, query_ids, doc_ids, qrels, top_k=100)
+    scores, idx = retrieval.search(q, d, n_d)  # everything, in no particular tie order
+    ref = retrieval.per_query_metrics(qrels, retrieval.build_run(query_ids, doc_ids, scores, idx))
     assert df["query_id"].tolist() == ref["query_id"].tolist()
     np.testing.assert_allclose(df.drop(columns="query_id").to_numpy(),
                                ref.drop(columns="query_id").to_numpy(), rtol=0, atol=1e-12)
@@ -185,5 +185,5 @@ def test_ranked_metrics_equal_pytrec_eval_on_the_whole_ranking(trial):
 
 def test_top_k_below_the_metric_cuts_is_refused():
     with pytest.raises(ValueError, match="at least 100"):
-        evaluate.evaluate_embeddings(np.ones((1, 2)), np.ones((3, 2)), ["q"], ["a", "b", "c"],
+        retrieval.evaluate_embeddings(np.ones((1, 2)), np.ones((3, 2)), ["q"], ["a", "b", "c"],
                                      {"q": {"a": 1}}, top_k=10)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from workflow_scripts.biencoder import evaluate
+from workflow_scripts.biencoder import evaluate, retrieval
 
 
 def test_ndcg_recall_map_by_hand():
@@ -15,7 +15,7 @@ def test_ndcg_recall_map_by_hand():
     run = {"q1": {"x": 0.9, "a": 0.8, "y": 0.1},  # hit at rank 2
            "q2": {"c": 0.7, "b": 0.6},  # ideal order
            "q3": {"x": 0.5}}  # relevant never retrieved
-    df = evaluate.per_query_metrics(qrels, run).set_index("query_id")
+    df = retrieval.per_query_metrics(qrels, run).set_index("query_id")
     assert df.loc["q1", "ndcg@10"] == pytest.approx(1 / math.log2(3))
     assert df.loc["q1", "mrr@10"] == pytest.approx(0.5)
     assert df.loc["q1", "map@100"] == pytest.approx(0.5)
@@ -26,28 +26,28 @@ def test_ndcg_recall_map_by_hand():
 
 
 def test_query_missing_from_run_scores_zero():
-    df = evaluate.per_query_metrics({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1.0}})
+    df = retrieval.per_query_metrics({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1.0}})
     assert df.set_index("query_id").loc["q2"].eq(0).all()
 
 
 def test_mrr_at_10_ignores_hits_below_rank_10():
     docs = {f"d{i:02d}": 1.0 - i / 100 for i in range(12)}
-    df = evaluate.per_query_metrics({"q": {"d10": 1}}, {"q": docs})  # hit at rank 11
+    df = retrieval.per_query_metrics({"q": {"d10": 1}}, {"q": docs})  # hit at rank 11
     assert df["mrr@10"].iloc[0] == 0.0
-    df = evaluate.per_query_metrics({"q": {"d09": 1}}, {"q": docs})  # rank 10
+    df = retrieval.per_query_metrics({"q": {"d09": 1}}, {"q": docs})  # rank 10
     assert df["mrr@10"].iloc[0] == pytest.approx(0.1)
 
 
 def test_ties_are_broken_by_trec_eval_rule():
     # Equal scores: trec_eval orders by document id (descending), so "b" ranks before "a".
-    df = evaluate.per_query_metrics({"q": {"a": 1}}, {"q": {"a": 0.5, "b": 0.5}})
+    df = retrieval.per_query_metrics({"q": {"a": 1}}, {"q": {"a": 0.5, "b": 0.5}})
     assert df["mrr@10"].iloc[0] == pytest.approx(0.5)
 
 
 def test_search_is_exact_top_k():
     rng = np.random.default_rng(0)
     q, d = rng.normal(size=(7, 16)), rng.normal(size=(50, 16))
-    scores, idx = evaluate.search(q, d, top_k=5, chunk=3)
+    scores, idx = retrieval.search(q, d, top_k=5, chunk=3)
     qn = q / np.linalg.norm(q, axis=1, keepdims=True)
     dn = d / np.linalg.norm(d, axis=1, keepdims=True)
     full = qn @ dn.T
@@ -57,14 +57,15 @@ def test_search_is_exact_top_k():
 
 
 def test_doc_texts_join_title_like_beir():
-    assert evaluate.doc_texts({"a": {"title": "T", "text": "x"}, "b": {"title": "", "text": "y"}}
+    assert retrieval.doc_texts({"a": {"title": "T", "text": "x"}, "b": {"title": "", "text": "y"}}
                               ) == ["T x", "y"]
 
 
 def test_snapshot_evaluations_equal_the_normal_path(tiny_model, tmp_path):
-    """A training with eval_steps: one process evaluating all its snapshots (tokenized once,
-    weights swapped) writes, per step, exactly the per-query rows the normal path writes for
-    that snapshot's folder, and the final model's rows as well."""
+    """A training with eval_steps: one process evaluating all its snapshots and the final
+    model (tokenized once, weights swapped) writes, per step, exactly the per-query rows the
+    normal path writes for that snapshot's folder, and the final model's file exactly as the
+    normal path writes it."""
     import json
 
     import pandas as pd
@@ -86,16 +87,18 @@ def test_snapshot_evaluations_equal_the_normal_path(tiny_model, tmp_path):
               "--benchmark", "b", "--recipe", "r", "--seed", "1", "--settings-json",
               json.dumps({"max_seq_length": 16, "batch_size": 8})]
     evaluate.main(["--snapshots", str(model / "steps"), "--steps", "1", "3",
+                   "--final", str(model), "--final-out", str(tmp_path / "final.parquet"),
                    "--out", str(tmp_path / "steps.parquet"), *common])
     curve = pd.read_parquet(tmp_path / "steps.parquet")
     assert sorted(curve.step.unique()) == [1, 3]
-    for step in (1, 3):
+    for step, folder, merged in ((1, model / "steps" / "step1", None),
+                                 (3, model / "steps" / "step3", None),
+                                 (4, model, pd.read_parquet(tmp_path / "final.parquet"))):
         out = tmp_path / f"normal{step}.parquet"
-        evaluate.main(["--model", str(model / "steps" / f"step{step}"), "--out", str(out),
-                       *common])
-        pd.testing.assert_frame_equal(
-            curve[curve.step == step].drop(columns="step").reset_index(drop=True),
-            pd.read_parquet(out), check_exact=True)
+        evaluate.main(["--model", str(folder), "--out", str(out), *common])
+        if merged is None:
+            merged = curve[curve.step == step].drop(columns="step").reset_index(drop=True)
+        pd.testing.assert_frame_equal(merged, pd.read_parquet(out), check_exact=True)
     assert curve.groupby("step")["ndcg@10"].mean().nunique() == 2  # the weights differ
     with pytest.raises(SystemExit, match="no snapshot at .*step2"):
         evaluate.main(["--snapshots", str(model / "steps"), "--steps", "2",

@@ -108,6 +108,30 @@ def test_snapshots_give_every_depth_from_one_pass(adaptive_model, data):
             pd.testing.assert_frame_equal(got, ref, atol=1e-6)
 
 
+def test_one_job_writes_every_depths_curve_and_final_metrics(adaptive_model, data, tmp_path):
+    """The workflow's job for a train-once model with a learning curve: its snapshots and its
+    final weights, every depth, in one process; the final files equal the normal path's."""
+    folder, _ = adaptive_model
+    common = ["--strategy", "adaptive", "--depths", "1", "2", "3", "--benchmark-dir",
+              str(data / "bench"), "--benchmark", "b", "--recipe", "r", "--seed", "1",
+              "--settings-json", '{"max_seq_length": 16}']
+    steps, finals, refs = ([tmp_path / f"{kind}{d}.parquet" for d in (1, 2, 3)]
+                           for kind in ("steps", "final", "ref"))
+    evaluate.main(["--snapshots", str(folder / "steps"), "--steps", "1", "--final",
+                   str(folder), "--final-out", *map(str, finals), "--out", *map(str, steps),
+                   *common])
+    evaluate.main(["--model", str(folder), "--out", *map(str, refs), *common])
+    for d, step, final, ref in zip((1, 2, 3), steps, finals, refs, strict=True):
+        pd.testing.assert_frame_equal(pd.read_parquet(final), pd.read_parquet(ref),
+                                      check_exact=True)
+        curve = pd.read_parquet(step)
+        assert set(curve.step) == {1} and set(curve.depth) == {d}
+    with pytest.raises(SystemExit):  # one final file per depth
+        evaluate.main(["--snapshots", str(folder / "steps"), "--steps", "1", "--final",
+                       str(folder), "--final-out", str(finals[0]), "--out", *map(str, steps),
+                       *common])
+
+
 def test_a_model_without_a_lean_encoder_is_encoded_per_depth(adaptive_model, tmp_path):
     """Max pooling only sentence-transformers reproduces: no one pass, the same numbers."""
     folder, _ = adaptive_model

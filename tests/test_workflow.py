@@ -90,12 +90,13 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     wd, cfg, proc = tiny_run
     counts = job_counts(proc.stdout + proc.stderr)
     assert counts["train"] == 2 * 2 * 2 + 2  # recipes x depths x seeds, r4's adaptive seeds
-    assert counts["evaluate_trained"] == 8 * len(TINY_BENCHMARKS)
+    assert counts["evaluate_trained"] == 4 * len(TINY_BENCHMARKS)  # r1's models
     # One job per benchmark for every depth of the base, and of each adaptive model
     assert "evaluate_base" not in counts
     assert counts["evaluate_base_one_pass"] == len(TINY_BENCHMARKS)
-    assert counts["evaluate_train_once"] == 2 * len(TINY_BENCHMARKS)
-    assert counts["evaluate_steps"] == 4 * len(TINY_BENCHMARKS)  # r4's models
+    # r4 has a learning curve: its final models are evaluated in their snapshots' jobs
+    assert "evaluate_train_once" not in counts
+    assert counts["evaluate_steps"] == 4 * len(TINY_BENCHMARKS)
     assert counts["evaluate_steps_train_once"] == 2 * len(TINY_BENCHMARKS)
     assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
     assert counts["compute"] == 1 and counts["figure_quality_vs_compute"] == 1
@@ -307,8 +308,8 @@ def test_changed_loss_setting_retrains_only_the_train_once_arm(tiny_run, tmp_pat
     assert set(re.findall(r"output: checkpoints/r4/(\w+?)\d/seed\d/model", out)) == {
         "adaptive"}
     counts = job_counts(out)
-    assert counts["evaluate_train_once"] == 2 * len(TINY_BENCHMARKS)
-    assert "evaluate_trained" not in counts and "evaluate_base_one_pass" not in counts
+    assert counts["evaluate_steps_train_once"] == 2 * len(TINY_BENCHMARKS)
+    assert not {"evaluate_trained", "evaluate_steps", "evaluate_base_one_pass"} & set(counts)
 
 
 @pytest.mark.slow
@@ -339,15 +340,14 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run):
     dry = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "-n")
     counts = job_counts(dry.stdout + dry.stderr)
     assert counts.get("train", 0) == 0 and counts.get("docstring_benchmark", 0) == 0
-    assert counts["evaluate_trained"] == 8  # every trained model, on tiny-a only
+    assert counts["evaluate_trained"] == 4  # r1's models, on tiny-a only
     assert counts["evaluate_base_one_pass"] == 1  # both depths of the base
-    assert counts["evaluate_train_once"] == 2  # both depths of each adaptive model
-    assert counts["evaluate_steps"] == 4  # r4's snapshots, on tiny-a only
-    assert counts["evaluate_steps_train_once"] == 2
+    assert counts["evaluate_steps"] == 4  # r4's models and their snapshots, on tiny-a only
+    assert counts["evaluate_steps_train_once"] == 2  # both depths of each adaptive model
     assert {"stats", "report", "curves"} <= set(counts)
     planned = [f for line in re.findall(r"output: (.*)", dry.stdout)
                for f in line.split(", ") if f.startswith("results/eval/")]
-    assert len(planned) == 8 + 2 + 2 * 2 + 4 + 2 * 2
+    assert len(planned) == 4 + 2 + 4 * 2 + 2 * 2 * 2  # final and snapshot tables
     assert all(p.endswith("/tiny-a.parquet") for p in planned)
 
     snakemake(wd, "--configfile", str(cfg), "--cores", "2")
@@ -367,10 +367,17 @@ def _expected_counts(cfg: dict) -> dict[str, int]:
     def curve(r):
         return bool(contracts.snapshot_steps(r.get("eval_steps", []), r["steps"]))
 
+    def models(r):
+        return len(r["seeds"]) * n_depths * len(strategies)
+
+    def once(r):
+        return len(r["seeds"]) * len(r.get("train_once", []))
+
+    # A recipe with a learning curve evaluates its final models in the snapshots' jobs.
     return {
         "train": n_models + n_once,
-        "evaluate_trained": n_models * n_bench,
-        "evaluate_train_once": n_once * n_bench,
+        "evaluate_trained": sum(models(r) for r in recipes if not curve(r)) * n_bench,
+        "evaluate_train_once": sum(once(r) for r in recipes if not curve(r)) * n_bench,
         "evaluate_base": n_depths * len([s for s in strategies if s != "top"]) * n_bench,
         "evaluate_base_one_pass": n_bench if "top" in strategies else 0,
         "docstring_benchmark": n_bench,
@@ -378,10 +385,8 @@ def _expected_counts(cfg: dict) -> dict[str, int]:
         "stats": 1, "report": 1, "figure_pareto": 1, "figure_depth_vs_budget": 1,
         "figure_seed_variance": 1, "figure_per_benchmark_degradation": 1,
         "figure_quality_vs_compute": 1, "compute": 1, "claims": 1, "claims_figure": 1,
-        "evaluate_steps": sum(len(r["seeds"]) for r in recipes if curve(r))
-        * n_depths * len(strategies) * n_bench,
-        "evaluate_steps_train_once": sum(len(r["seeds"]) * len(r.get("train_once", []))
-                                         for r in recipes if curve(r)) * n_bench,
+        "evaluate_steps": sum(models(r) for r in recipes if curve(r)) * n_bench,
+        "evaluate_steps_train_once": sum(once(r) for r in recipes if curve(r)) * n_bench,
     }
 
 
@@ -443,11 +448,13 @@ def test_paper_config_lists_exactly_the_papers_jobs(tmp_path):
     counts = job_counts(proc.stdout + proc.stderr)
     # A: 1 seed, B-D: 3 seeds, E: 1 seed; x 4 depths; B-D's two train-once arms: 3 each
     assert counts["train"] == 20 + 2 * 3
-    assert counts["evaluate_trained"] == 60 and "evaluate_base" not in counts
     assert counts["evaluate_base_one_pass"] == 3  # every depth of the base per benchmark
-    assert counts["evaluate_train_once"] == 2 * 3 * 3  # arms x seeds x benchmarks
-    assert counts["evaluate_steps"] == 60  # every model's snapshots, per benchmark
-    assert counts["evaluate_steps_train_once"] == 2 * 3 * 3  # every depth of each snapshot
+    # Every recipe has a learning curve: each model's final weights and snapshots in one job
+    # per benchmark, every depth of a train-once model's in one
+    assert not {"evaluate_trained", "evaluate_train_once", "evaluate_base"} & set(counts)
+    assert counts["evaluate_steps"] == 20 * 3
+    assert counts["evaluate_steps_train_once"] == 2 * 3 * 3  # arms x seeds x benchmarks
+    assert sum(counts.values()) == 129
     assert counts["compute"] == 1 and counts["figure_quality_vs_compute"] == 1
     assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
     assert counts["beir_download"] == 3 and counts["triples_download"] == 1

@@ -201,7 +201,8 @@ def slurm_outputs(cfg: dict) -> set[str]:
                                     for d in cfg["depths"]]
     bases = [(s, d) for s in cfg["strategies"] for d in cfg["depths"]]
     return (
-        {f"checkpoints/{r}/{s}{d}/seed{seed}/model.safetensors" for r, s, d, seed in models}
+        {f"checkpoints/{r}/{s}{d}/seed{seed}/{f}" for r, s, d, seed in models
+         for f in ("model.safetensors", "train_summary.json")}
         | {f"results/eval/{r}/{s}{d}/seed{seed}/{b}.parquet" for r, s, d, seed in arms
            for b in cfg["benchmarks"]}
         | {f"results/eval/base/{s}{d}/{b}.parquet" for s, d in bases
@@ -228,12 +229,9 @@ def expected_submissions(cfg: dict, *, groups: bool = True) -> int:
     bases = [s for s in cfg["strategies"] if s != "top"] * len(cfg["depths"])
     one_pass_base = "top" in cfg["strategies"]
     n_bench = len(cfg["benchmarks"])
-    curves = (sum(1 for r, *_ in models if snapshot_steps(cfg["recipes"][r]))
-              + sum(1 for r, *_ in once if snapshot_steps(cfg["recipes"][r])))
-    if groups:  # snapshot evaluations join their model's group
-        evaluations = len(models) + len(once) + len(bases) + one_pass_base
-    else:
-        evaluations = (len(models) + len(once) + len(bases) + one_pass_base + curves) * n_bench
+    # A recipe with a learning curve evaluates its final model in its snapshots' job.
+    per_benchmark = len(models) + len(once) + len(bases) + one_pass_base
+    evaluations = per_benchmark if groups else per_benchmark * n_bench
     return len(models) + len(once) + evaluations + cfg["latency"]["runs"]
 
 
@@ -246,11 +244,11 @@ def expected_comments(cfg: dict) -> list[str]:
         + [f"rule_train_wildcards_{r}_{s}_{deepest}_{seed}"
            for r, s, seed in train_once_models(cfg)]
         + [f"rule_eval_{r}_{s}{d}_seed{seed}_"
-           + ("evaluate_steps_evaluate_trained" if snapshot_steps(cfg["recipes"][r])
-              else "evaluate_trained") for r, s, d, seed in models]
+           + ("evaluate_steps" if snapshot_steps(cfg["recipes"][r]) else "evaluate_trained")
+           for r, s, d, seed in models]
         + [f"rule_eval_{r}_{s}_seed{seed}_"
-           + ("evaluate_steps_train_once_evaluate_train_once"
-              if snapshot_steps(cfg["recipes"][r]) else "evaluate_train_once")
+           + ("evaluate_steps_train_once" if snapshot_steps(cfg["recipes"][r])
+              else "evaluate_train_once")
            for r, s, seed in train_once_models(cfg)]
         + [f"rule_eval_base_{s}{d}_evaluate_base" for s in cfg["strategies"] if s != "top"
            for d in cfg["depths"]]
