@@ -4,7 +4,16 @@
 # recipe's seed list and how often trainer state is saved are not, so adding a seed or turning
 # on checkpoints retrains nothing. The learning curve's snapshots (recipe key eval_steps) are
 # outputs: a folder steps/ with one weights folder per snapshot step (empty without), its step
-# list a param.
+# list a param. With batch_seeds one job trains a (recipe, strategy, depth)'s seeds in turn
+# (still a folder each): sentence-transformers' import costs more than a small training.
+
+TRAIN_DIR = "checkpoints/{recipe}/{strategy}{depth}/seed{seed}"
+if TRAIN_SEEDS:
+    TRAIN_DIRS = expand(TRAIN_DIR, seed=TRAIN_SEEDS, allow_missing=True)
+    TRAIN_LOG = "logs/train/{recipe}/{strategy}{depth}.log"
+else:
+    TRAIN_DIRS = [TRAIN_DIR]
+    TRAIN_LOG = "logs/train/{recipe}/{strategy}{depth}/seed{seed}.log"
 
 
 rule train:
@@ -12,13 +21,13 @@ rule train:
         triples=f"data/train/{TRAIN_DATA}.parquet",
         code=code("biencoder.train"),
     output:
-        model="checkpoints/{recipe}/{strategy}{depth}/seed{seed}/model.safetensors",
-        steps=directory("checkpoints/{recipe}/{strategy}{depth}/seed{seed}/steps"),
-        summary="checkpoints/{recipe}/{strategy}{depth}/seed{seed}/train_summary.json",
+        model=[f"{d}/model.safetensors" for d in TRAIN_DIRS],
+        steps=[directory(f"{d}/steps") for d in TRAIN_DIRS],
+        summary=[f"{d}/train_summary.json" for d in TRAIN_DIRS],
     log:
-        "logs/train/{recipe}/{strategy}{depth}/seed{seed}.log",
+        TRAIN_LOG,
     benchmark:
-        bench("checkpoints/{recipe}/{strategy}{depth}/seed{seed}/model.safetensors")
+        bench(f"{TRAIN_DIRS[0]}/model.safetensors")
     # Trainings (and their triples) first: they head the longest chains (train, evaluate,
     # curves); the short jobs of the ladder and of evaluation then fill the cores at the end
     # instead of one long training running alone.
@@ -28,7 +37,7 @@ rule train:
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=120,
+        runtime=120 * len(TRAIN_DIRS),
         gpu=1,
         # A resource, not a param: it sets how often trainer state is saved (for resuming),
         # which does not change the model, so it must not be a rerun trigger.
@@ -36,11 +45,12 @@ rule train:
     params:
         base=config["base_model"],
         settings=train_settings_json,
-        out=lambda wc, output: os.path.dirname(output.model),
+        seeds=lambda wc: wc.get("seed") or " ".join(map(str, TRAIN_SEEDS)),
+        out=lambda wc, output: " ".join(map(os.path.dirname, output.model)),
         eval_steps=lambda wc: " ".join(map(str, snapshot_steps(wc.recipe))),
     shell:
         "python -m workflow_scripts.biencoder.train --base {params.base:q}"
-        " --strategy {wildcards.strategy} --depth {wildcards.depth} --seed {wildcards.seed}"
+        " --strategy {wildcards.strategy} --depth {wildcards.depth} --seed {params.seeds}"
         " --settings-json {params.settings:q} --triples {input.triples}"
         " --checkpoint-every {resources.checkpoint_every} --eval-steps {params.eval_steps}"
         " --threads {threads}"

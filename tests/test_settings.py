@@ -109,3 +109,11 @@ def test_a_job_names_the_depths_key_for_a_hub_model():
 
     with pytest.raises(ValueError, match=r"config key depths: depth 14 is outside 1\.\.12"):
         kept_layers("top", 14, 12)
+
+
+@pytest.mark.parametrize("name", sorted(settings.SCHEMA_FILES))
+def test_schema_files_are_valid_json_schemas(name):
+    # Stage CLIs validate their settings without re-checking the schema (per-job cost).
+    import jsonschema
+
+    jsonschema.Draft202012Validator.check_schema(settings.schema(name))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 from safetensors.numpy import load_file
@@ -72,3 +74,22 @@ def test_eval_steps_snapshot_the_weights_and_change_no_model(tiny_model, triples
     assert (steps / "step1" / "modules.json").exists()  # loads like the final model
     assert not list(steps.rglob("optimizer*"))  # weights only
     assert not (tmp_path / "curve.trainer").exists()
+
+
+def test_several_seeds_in_one_process_equal_separate_trainings(tiny_model, triples, tmp_path):
+    # batch_seeds: one job trains its seeds in turn; the second seed's model must not depend
+    # on the first having been trained in the same process.
+    alone = tmp_path / "alone"
+    _train(tiny_model, triples, alone, 7)
+    batch = [tmp_path / "b8", tmp_path / "b7"]
+    train.main(["--base", str(tiny_model), "--strategy", "top", "--depth", "2",
+                "--seed", "8", "7", "--settings-json", SETTINGS.to_json(),
+                "--triples", str(triples), "--out", *map(str, batch)])
+    w_alone, w7, w8 = (load_file(p / "model.safetensors") for p in (alone, batch[1], batch[0]))
+    assert all((w_alone[k] == w7[k]).all() for k in w_alone)  # bitwise
+    assert any((w7[k] != w8[k]).any() for k in w7)
+    summaries = [json.loads((p / "train_summary.json").read_text()) for p in batch]
+    assert [s["seed"] for s in summaries] == [8, 7]
+    with pytest.raises(SystemExit):  # a folder per seed
+        train.main(["--base", str(tiny_model), "--strategy", "top", "--depth", "2",
+                    "--seed", "8", "7", "--triples", str(triples), "--out", str(alone)])

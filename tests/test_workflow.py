@@ -375,8 +375,10 @@ def _expected_counts(cfg: dict) -> dict[str, int]:
         return len(r["seeds"]) * len(r.get("train_once", []))
 
     # A recipe with a learning curve evaluates its final models in the snapshots' jobs.
+    # batch_seeds: one training job per (recipe, strategy, depth) for all its seeds.
+    per_seed = 1 / len(next(iter(recipes))["seeds"]) if cfg.get("batch_seeds") else 1
     return {
-        "train": n_models + n_once,
+        "train": round((n_models + n_once) * per_seed),
         "evaluate_trained": sum(models(r) for r in recipes if not curve(r)) * n_bench,
         "evaluate_train_once": sum(once(r) for r in recipes if not curve(r)) * n_bench,
         "evaluate_base": n_depths * len([s for s in strategies if s != "top"]) * n_bench,
@@ -398,6 +400,12 @@ def test_dry_run_lists_every_job_of_the_default_config(tmp_path):
     for rule, n in _expected_counts(cfg).items():
         assert counts.get(rule, 0) == n, (rule, counts)
     assert counts["evaluate_steps"] == 27  # long: 3 depths x 3 seeds x 3 benchmarks
+    assert counts["train"] == 7  # batch_seeds: (short, long) x 3 depths + short's adaptive3
+    # ...each job training its 3 seeds in turn, a folder each
+    train_job = proc.stdout.split("--strategy top --depth 3 ")[1].split("\n")[0]
+    assert "--seed 42 43 44 " in train_job
+    assert ("--out checkpoints/long/top3/seed42 checkpoints/long/top3/seed43 "
+            "checkpoints/long/top3/seed44 " in train_job)
     assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
     assert counts["docstring_triples"] == 1
     assert counts["latency_summary"] == 1
@@ -423,6 +431,9 @@ def _set(cfg, path, value):
     (["recipes", "long", "eval_steps"], [12, 30],
      "config key recipes.long.eval_steps[1]: 30 is beyond the recipe's 24 steps"),
     (["recipes", "long", "eval_steps"], [0], "config key recipes.long.eval_steps[0]: 0 is less"),
+    (["recipes", "long", "seeds"], [42, 43],
+     "config key batch_seeds: true needs every recipe to list the same seeds "
+     "(recipes.long.seeds: [42, 43]; recipes.short.seeds: [42, 43, 44])"),
 ])
 def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, path, value, message):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())

@@ -1,4 +1,5 @@
-"""Training stage: one truncated encoder, one recipe, one seed.
+"""Training stage: one truncated encoder, one recipe, one seed (or several seeds in turn, one
+process: batch_seeds, where importing sentence-transformers costs more than a training).
 
 sentence-transformers' SentenceTransformerTrainer with MultipleNegativesRankingLoss over
 (query, positive, negative) triples, NO_DUPLICATES batches (a duplicate text in a batch
@@ -13,6 +14,7 @@ saves in every checkpoint, so a resumed run draws what an uninterrupted one draw
 CLI: python -m workflow_scripts.biencoder.train --base SPEC --strategy top --depth 3 --seed 42 \
         --settings-json '{...}' --triples data/train/X.parquet --out checkpoints/... \
         [--checkpoint-every N] [--eval-steps N ...]
+     (--seed 42 43 44 --out A B C: the seeds in turn, each into its own folder)
 """
 
 from __future__ import annotations
@@ -307,7 +309,8 @@ def main(argv=None) -> None:
     ap.add_argument("--base", required=True, help="model spec (see biencoder/models.py)")
     ap.add_argument("--strategy", required=True)
     ap.add_argument("--depth", type=int, required=True)
-    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--seed", type=int, nargs="+", required=True,
+                    help="one seed, or several trained in turn (one --out folder each)")
     ap.add_argument("--settings-json", default="{}",
                     help="recipe settings as JSON (core/settings.py Train, or the train-once "
                          "arm's TrainAdaptive / TrainMatryoshka2d; absent keys take "
@@ -319,17 +322,23 @@ def main(argv=None) -> None:
     ap.add_argument("--eval-steps", nargs="*", type=int, default=[],
                     help="learning-curve steps: a weights snapshot in OUT/steps/stepN at each "
                          "one before the last step")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--state-dir", help="resumable trainer state (default: OUT.trainer)")
+    ap.add_argument("--out", nargs="+", required=True, help="one folder per seed")
+    ap.add_argument("--state-dir", help="resumable trainer state (default: OUT.trainer; "
+                                        "one seed only)")
     a = ap.parse_args(argv)
-    summary = train(base=a.base, strategy=a.strategy, depth=a.depth, seed=a.seed,
-                    settings=train_settings(a.strategy).from_json(a.settings_json),
-                    triples=a.triples,
-                    out_dir=Path(a.out), threads=a.threads,
-                    checkpoint_every=a.checkpoint_every, state_dir=a.state_dir,
-                    eval_steps=a.eval_steps)
-    print(f"{a.out}: {summary['steps']} steps in {summary['train_seconds']:.1f} s, "
-          f"final loss {summary['final_loss']:.4f}")
+    if len(a.out) != len(a.seed):
+        ap.error(f"{len(a.seed)} seeds but {len(a.out)} --out folders")
+    if a.state_dir and len(a.seed) > 1:
+        ap.error("--state-dir takes one seed; several seeds keep their state in OUT.trainer")
+    settings = train_settings(a.strategy).from_json(a.settings_json)
+    for seed, out in zip(a.seed, a.out, strict=True):
+        summary = train(base=a.base, strategy=a.strategy, depth=a.depth, seed=seed,
+                        settings=settings, triples=a.triples,
+                        out_dir=Path(out), threads=a.threads,
+                        checkpoint_every=a.checkpoint_every, state_dir=a.state_dir,
+                        eval_steps=a.eval_steps)
+        print(f"{out}: {summary['steps']} steps in {summary['train_seconds']:.1f} s, "
+              f"final loss {summary['final_loss']:.4f}", flush=True)
 
 
 if __name__ == "__main__":

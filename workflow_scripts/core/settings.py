@@ -31,7 +31,8 @@ SCHEMA_FILES = {"": ROOT / "config/schema.yaml", "ladder": ROOT / "config/ladder
 # are called (the grid, the data registry's sources), or how a job runs (seeds, threads,
 # checkpointing, figure formats). Rules pass them as wildcards or plain arguments.
 WORKFLOW_KEYS = frozenset({
-    "base_model", "depths", "strategies", "train_data", "benchmarks", "recipes.*.seeds",
+    "base_model", "depths", "strategies", "train_data", "benchmarks", "batch_seeds",
+    "recipes.*.seeds",
     "recipes.*.checkpoint_every", "recipes.*.eval_steps", "recipes.*.train_once",
     "datasets.*.source", "datasets.*.url", "datasets.*.md5", "datasets.*.expect_lines",
     "latency.runs", "latency.threads", "figures.budget_pair",
@@ -143,9 +144,13 @@ class Settings:
             elif validate:
                 # The root's $defs go along: a sub-schema may refer to them (claims do).
                 root = schema("ladder" if keys[name].startswith("ladder.") else "")
+                # A validator object, not jsonschema.validate: that one first checks the
+                # schema against the metaschema, $defs included (~0.2 s per setting, paid
+                # by every job); tests/test_settings.py checks the schemas once.
+                sub = {**node, "$defs": root.get("$defs", {})}
+                validator = jsonschema.Draft202012Validator(sub)
                 try:
-                    jsonschema.validate(value, {**node, "$defs": root.get("$defs", {})},
-                                        cls=jsonschema.Draft202012Validator)
+                    validator.validate(value)
                 except jsonschema.ValidationError as e:
                     raise SettingsError(f"setting {name} (config key {keys[name]}): "
                                         f"{e.message}") from None
