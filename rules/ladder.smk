@@ -1,7 +1,8 @@
 # The depth ladder (docs/ladder.md): train the last k of L residual blocks of a ResMLP with
 # BP, FA or DFA; one job per (config, method, k, seed), each writing one parquet atomically,
 # so an interrupted ladder resumes where it stopped (batch_seeds: one job per (config,
-# method, k) for all seeds). Then stats, identity check, figure and the markdown summary
+# method, k) for all seeds; batch_methods: one per (config, k, seed) for all methods; both:
+# one per (config, k)). Then stats, identity check, figure and the markdown summary
 # that the report rule pastes into results/RESULTS.md.
 from workflow_scripts.ladder import CIFAR_DIR, CIFAR_TEST, CIFAR_TRAIN, KINDS
 
@@ -23,12 +24,24 @@ LADDER_BINS = [f"{LADDER_BIN_DIR}/{name}" for name in [*CIFAR_TRAIN, CIFAR_TEST]
 
 LADDER_RUN = "results/ladder/runs/{arch}/{method}/k{k}/seed{seed}.parquet"
 LADDER_STANDALONE_RUN = "results/ladder/standalone/{arch}/{kind}/seed{seed}.parquet"
-if LADDER["batch_seeds"]:  # a digits run is shorter than importing torch
-    LADDER_TRAIN_OUT = expand(LADDER_RUN, seed=LADDER_SEEDS, allow_missing=True)
-    LADDER_TRAIN_LOG = "logs/ladder/train/{arch}/{method}/k{k}.log"
-else:
-    LADDER_TRAIN_OUT = [LADDER_RUN]
-    LADDER_TRAIN_LOG = "logs/ladder/train/{arch}/{method}/k{k}/seed{seed}.log"
+# A digits run is shorter than importing torch: batch_methods and batch_seeds put a (config,
+# k)'s methods and seeds in one job (files in method-major order: the CLI's --out order).
+_BATCH = {"method": LADDER["batch_methods"], "seed": LADDER["batch_seeds"]}
+LADDER_TRAIN_OUT = [LADDER_RUN]
+if _BATCH["method"]:
+    LADDER_TRAIN_OUT = expand(LADDER_RUN, method=LADDER["methods"], allow_missing=True)
+if _BATCH["seed"]:
+    LADDER_TRAIN_OUT = [
+        f
+        for o in LADDER_TRAIN_OUT
+        for f in expand(o, seed=LADDER_SEEDS, allow_missing=True)
+    ]
+_LOG = "logs/ladder/train/{arch}/{method}/k{k}/seed{seed}.log"
+if _BATCH["method"]:
+    _LOG = _LOG.replace("{method}/", "")
+if _BATCH["seed"]:
+    _LOG = _LOG.replace("/seed{seed}", "")
+LADDER_TRAIN_LOG = _LOG
 LADDER_STANDALONE_OUT = expand(
     LADDER_STANDALONE_RUN, seed=LADDER_SEEDS, allow_missing=True
 )
@@ -62,16 +75,17 @@ LADDER_OUTPUTS = [
     "results/ladder/summary.md",
 ]
 # Rule -> its jobs' benchmarks, one per job, each named after the job's first output (for a
-# job that runs several seeds, the first seed's file); the report's usage rule reads them.
+# job that runs several methods or seeds, the first one's file); the usage rule reads them.
 _FIRST_SEED = f"seed{LADDER_SEEDS[0]}.parquet"
-_BATCHED = LADDER["batch_seeds"]
 LADDER_BENCHMARKS = {
     "ladder_download_cifar10": [bench(LADDER_TARBALL)] if LADDER_CIFAR else [],
     "ladder_prepare": [bench(LADDER_DATA)],
     "ladder_train": [
-        bench(r)
-        for r in LADDER_RUNS
-        if os.path.basename(r) == _FIRST_SEED or not _BATCHED
+        bench(LADDER_RUN.format(arch=a, method=m, k=k, seed=s))
+        for a, c in LADDER_ARCHS.items()
+        for m in (LADDER["methods"][:1] if _BATCH["method"] else LADDER["methods"])
+        for k in range(c["L"] + 1)
+        for s in (LADDER_SEEDS[:1] if _BATCH["seed"] else LADDER_SEEDS)
     ],
     "ladder_standalone": [
         bench(s) for s in LADDER_STANDALONE if os.path.basename(s) == _FIRST_SEED
@@ -166,7 +180,9 @@ rule ladder_train:
         runtime=LADDER_RES["run_min"] * len(LADDER_TRAIN_OUT),
         gpu=0,
     params:
-        run=lambda wc: f"ladder --method {wc.method} --k {wc.k}",
+        run=lambda wc: (
+            f"ladder --method {wc.get('method') or ' '.join(LADDER['methods'])} --k {wc.k}"
+        ),
         d=lambda wc: LADDER_ARCHS[wc.arch]["d"],
         L=lambda wc: LADDER_ARCHS[wc.arch]["L"],
         seeds=lambda wc: wc.get("seed") or " ".join(map(str, LADDER_SEEDS)),

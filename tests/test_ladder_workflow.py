@@ -62,14 +62,17 @@ def test_paper_config_dry_run_lists_72_training_runs(tmp_path):
 
 
 def test_embedded_config_dry_run(tmp_path):
-    # batch_seeds: one job per (config, method, k) writes the files of all 3 seeds
+    # batch_seeds + batch_methods: one job per (config, k) writes the files of all 3
+    # methods x 3 seeds
     proc = snakemake(tmp_path, "-n", "ladder")
     out = proc.stdout + proc.stderr
     counts = job_counts(out)
-    assert counts["ladder_train"] == 24 and counts["ladder_standalone"] == 4
+    assert counts["ladder_train"] == 5 + 3 and counts["ladder_standalone"] == 4
     assert "ladder_download_cifar10" not in counts
-    assert sum(counts.values()) == 34
-    assert "--seeds 42 123 456" in out
+    assert sum(counts.values()) == 18
+    assert "--method bp fa dfa --k 4 " in out and "--seeds 42 123 456" in out
+    assert ("--out results/ladder/runs/d32L4/bp/k4/seed42.parquet "
+            "results/ladder/runs/d32L4/bp/k4/seed123.parquet") in out
     # the stage gets exactly the keys it reads, as one argument
     assert ("""--settings-json '{"ci": 0.95, "interval": "calibrated", "nboot": 2000, """
             """"seed": 0}'""") in out
@@ -127,15 +130,21 @@ def test_tiny_ladder_end_to_end_and_resume(tmp_path):
     assert counts == {"ladder_train": 1, "ladder_stats": 1, "ladder_figure": 1,
                       "ladder_summary": 1, "ladder": 1}
 
-    # batch_seeds: the same runs from one job per (config, method, k), equal predictions
-    batched = tmp_path / "batched"
-    cfg_b = write_config(tmp_path / "tiny_batched.yaml",
-                         {**TINY["ladder"], "batch_seeds": True, "crosscheck": False})
-    proc = snakemake(batched, "ladder", "--configfile", cfg_b, "--cores", "2")
-    assert job_counts(proc.stdout + proc.stderr)["ladder_train"] == 2  # k = 0, 1
-    for k in (0, 1):
-        for seed in (1, 2):
-            run = f"results/ladder/runs/t/bp/k{k}/seed{seed}.parquet"
-            if (tmp_path / run).exists():
-                a, b = pd.read_parquet(tmp_path / run), pd.read_parquet(batched / run)
-                assert a.pred.tolist() == b.pred.tolist()
+    # batch_seeds (+ batch_methods): the same runs from one job per (config, method, k)
+    # (per (config, k)), equal predictions
+    for batch, methods in (({"batch_seeds": True}, ["bp"]),
+                           ({"batch_seeds": True, "batch_methods": True}, ["bp", "fa"])):
+        batched = tmp_path / f"batched{len(batch)}"
+        cfg_b = write_config(tmp_path / f"tiny_batched{len(batch)}.yaml",
+                             {**TINY["ladder"], **batch, "methods": methods,
+                              "crosscheck": False})
+        proc = snakemake(batched, "ladder", "--configfile", cfg_b, "--cores", "2")
+        assert job_counts(proc.stdout + proc.stderr)["ladder_train"] == 2  # k = 0, 1
+        for k in (0, 1):
+            assert (batched / f"results/ladder/runs/t/fa/k{k}/seed2.parquet").exists() == (
+                "fa" in methods)
+            for seed in (1, 2):
+                run = f"results/ladder/runs/t/bp/k{k}/seed{seed}.parquet"
+                if (tmp_path / run).exists():
+                    a, b = pd.read_parquet(tmp_path / run), pd.read_parquet(batched / run)
+                    assert a.pred.tolist() == b.pred.tolist()

@@ -38,6 +38,7 @@ WORKFLOW_KEYS = frozenset({
     "latency.runs", "latency.threads", "figures.budget_pair",
     "figures.formats", "ladder.dataset.name", "ladder.dataset.url", "ladder.dataset.md5",
     "ladder.configs", "ladder.methods", "ladder.seeds", "ladder.batch_seeds",
+    "ladder.batch_methods",
     "ladder.crosscheck",
 })
 

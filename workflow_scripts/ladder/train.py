@@ -1,4 +1,4 @@
-"""Ladder runs (method, k, seeds) or standalone reference runs -> one parquet per seed.
+"""Ladder runs (methods, k, seeds) or standalone reference runs -> one parquet per run.
 
 Ladder: methods.Ladder (per-group optimizers, frozen bottom blocks, BP/FA/DFA).
 Standalone (the cross-check): a separate, ordinary training path -- one AdamW over the
@@ -9,6 +9,7 @@ must agree with them.
 CLI: python -m workflow_scripts.ladder.train ladder --data D.npz --config NAME --d 32 \
         --blocks 4 --method bp --k 2 --seeds 42 123 --settings-json '{"epochs": 40}' \
         [--threads 1] --out R42.parquet R123.parquet
+        (--method bp fa ... --out: every method's seeds, method-major)
      python -m workflow_scripts.ladder.train standalone --kind frozen|full ... \
         --seeds 42 123 --out S42.parquet S123.parquet   (no --method/--k)
 --settings-json is core/settings.py's LadderTrain (epochs, batch_size, lr, weight_decay,
@@ -126,7 +127,8 @@ def main(argv=None) -> None:
         q.add_argument("--d", type=int, required=True)
         q.add_argument("--blocks", type=int, required=True, help="L")
         if name == "ladder":
-            q.add_argument("--method", required=True, choices=METHODS)
+            q.add_argument("--method", nargs="+", required=True, choices=METHODS,
+                           help="one method, or several in turn (--out: method-major)")
             q.add_argument("--k", type=int, required=True)
         else:
             q.add_argument("--kind", required=True, choices=KINDS)
@@ -138,16 +140,18 @@ def main(argv=None) -> None:
         q.add_argument("--threads", type=int, default=1)
         q.add_argument("--out", nargs="+", required=True, help="one file per seed")
     a = p.parse_args(argv)
-    if len(a.out) != len(a.seeds):
-        p.error(f"{len(a.seeds)} seeds but {len(a.out)} --out files")
+    if a.cmd == "ladder":
+        kind, methods, k = "ladder", a.method, a.k
+    else:
+        kind, methods, k = a.kind, ["bp"], 0 if a.kind == "frozen" else a.blocks
+    todo = [(m, seed) for m in methods for seed in a.seeds]
+    if len(a.out) != len(todo):
+        p.error(f"{len(methods)} method(s) x {len(a.seeds)} seed(s) but {len(a.out)} --out "
+                "files")
     settings = LadderTrain.from_json(a.settings_json)
     set_threads(a.threads)
-    if a.cmd == "ladder":
-        kind, method, k = "ladder", a.method, a.k
-    else:
-        kind, method, k = a.kind, "bp", 0 if a.kind == "frozen" else a.blocks
     arrays = ladder_data.load(a.data)
-    for seed, out in zip(a.seeds, a.out, strict=True):
+    for (method, seed), out in zip(todo, a.out, strict=True):
         res = run(arrays, settings, d=a.d, blocks=a.blocks, seed=seed, method=method, k=k,
                   kind=kind)
         keys = {"config": a.config, "method": method, "k": k, "seed": seed, "kind": kind}
