@@ -36,12 +36,10 @@ if _BATCH["seed"]:
         for o in LADDER_TRAIN_OUT
         for f in expand(o, seed=LADDER_SEEDS, allow_missing=True)
     ]
-_LOG = "logs/ladder/train/{arch}/{method}/k{k}/seed{seed}.log"
-if _BATCH["method"]:
-    _LOG = _LOG.replace("{method}/", "")
-if _BATCH["seed"]:
-    _LOG = _LOG.replace("/seed{seed}", "")
-LADDER_TRAIN_LOG = _LOG
+_LOG = ["logs", "ladder", "train", "{arch}", "{method}", "k{k}", "seed{seed}"]
+_LOG = [p for p in _LOG if not (p == "{method}" and _BATCH["method"])]
+_LOG = [p for p in _LOG if not (p == "seed{seed}" and _BATCH["seed"])]
+LADDER_TRAIN_LOG = os.path.join(*_LOG) + ".log"
 LADDER_STANDALONE_OUT = expand(
     LADDER_STANDALONE_RUN, seed=LADDER_SEEDS, allow_missing=True
 )
