@@ -55,6 +55,20 @@ WORKFLOW_PARTS = ("Snakefile", "rules", "workflow_scripts", "config", "envs", "p
                   "docs/report")
 
 
+def docstring_study_data(d: Path, *, triples: int, queries: int, docs: int) -> Path:
+    """Training triples (d/t.parquet) and a BEIR benchmark (d/bench) from pandas'
+    docstrings, as the default study makes them, small."""
+    from workflow_scripts.biencoder import docstrings
+    from workflow_scripts.core import contracts
+
+    pairs = docstrings.collect_pairs("pandas")
+    docstrings.build_triples(pairs[:120], max_triples=triples, seed=0).to_parquet(d / "t.parquet")
+    corpus, queries_, qrels = docstrings.build_beir(pairs[120:], max_queries=queries,
+                                                    max_docs=docs, seed=0)
+    contracts.write_beir(d / "bench", corpus, queries_, qrels)
+    return d
+
+
 def copy_workflow(dest) -> Path:
     """A copy of the workflow's files, as a clone would have them, to run studies inside."""
     dest = Path(dest)

@@ -14,10 +14,10 @@ import time
 
 import pandas as pd
 import pytest
-from conftest import ROOT
+from conftest import ROOT, docstring_study_data
 from safetensors.numpy import load_file
 
-from workflow_scripts.biencoder import docstrings, evaluate
+from workflow_scripts.biencoder import evaluate
 from workflow_scripts.biencoder.encoder import load_encoder
 
 SETTINGS = {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 1, "max_seq_length": 16}
@@ -49,15 +49,8 @@ def _env():
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    d = tmp_path_factory.mktemp("resume")
-    pairs = docstrings.collect_pairs("pandas")
-    docstrings.build_triples(pairs[:120], max_triples=60, seed=0).to_parquet(d / "t.parquet")
-    corpus, queries, qrels = docstrings.build_beir(pairs[120:], max_queries=30, max_docs=60,
-                                                   seed=0)
-    from workflow_scripts.core import contracts
-
-    contracts.write_beir(d / "bench", corpus, queries, qrels)
-    return d
+    return docstring_study_data(tmp_path_factory.mktemp("resume"), triples=60, queries=30,
+                                docs=60)
 
 
 def _metrics(model_dir, bench) -> pd.DataFrame:

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, docstring_study_data
 from safetensors.numpy import load_file
 
-from workflow_scripts.biencoder import docstrings, evaluate, train
+from workflow_scripts.biencoder import evaluate, train
 from workflow_scripts.biencoder.encoder import encode_at_depths
 from workflow_scripts.biencoder.models import load_trained, load_truncated
 from workflow_scripts.core import contracts, settings
@@ -27,13 +27,8 @@ TEXTS = ["Compute the mean of an array.", "Return a new DataFrame sorted by a co
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    d = tmp_path_factory.mktemp("train_once")
-    pairs = docstrings.collect_pairs("pandas")
-    docstrings.build_triples(pairs[:120], max_triples=40, seed=0).to_parquet(d / "t.parquet")
-    corpus, queries, qrels = docstrings.build_beir(pairs[120:], max_queries=20, max_docs=40,
-                                                   seed=0)
-    contracts.write_beir(d / "bench", corpus, queries, qrels)
-    return d
+    return docstring_study_data(tmp_path_factory.mktemp("train_once"), triples=40,
+                                queries=20, docs=40)
 
 
 @pytest.fixture(scope="module")

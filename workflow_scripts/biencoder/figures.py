@@ -220,7 +220,8 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
                    else "; relative ladder verified, ms NOT verified (machine drift)")
     if unverified.any():
         source = "median of all runs, none coherent"
-    ax.set_xlabel(f"encode latency p50 (ms per batch{shape}; {source})", fontsize=8)
+    # two lines: the provenance alone is about as wide as the axes
+    ax.set_xlabel(f"encode latency p50 (ms per batch{shape})\n{source}", fontsize=8)
     ax.set_ylabel(f"{ci.metric.iloc[0]} ({'mean of benchmarks' if bench == ALL else bench})")
     title = f"Accuracy–latency trade-off ({contracts.ci_caption(ci)})"
     ax.set_title(title)
