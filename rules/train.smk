@@ -5,7 +5,8 @@
 # on checkpoints retrains nothing. The learning curve's snapshots (recipe key eval_steps) are
 # outputs: a folder steps/ with one weights folder per snapshot step (empty without), its step
 # list a param. With batch_seeds one job trains a (recipe, strategy, depth)'s seeds in turn
-# (still a folder each): sentence-transformers' import costs more than a small training.
+# (still a folder each): sentence-transformers' import costs more than a small training; then
+# adding a seed retrains the other seeds of those jobs too.
 
 TRAIN_DIR = "checkpoints/{recipe}/{strategy}{depth}/seed{seed}"
 if TRAIN_SEEDS:
