@@ -138,7 +138,8 @@ def main(argv=None) -> None:
                        help="core/settings.py LadderTrain as JSON; absent keys take "
                             "config/ladder.schema.yaml's defaults")
         q.add_argument("--threads", type=int, default=1)
-        q.add_argument("--out", nargs="+", required=True, help="one file per seed")
+        q.add_argument("--out", nargs="+", required=True,
+                       help="one file per run: per seed, each method's in turn")
     a = p.parse_args(argv)
     if a.cmd == "ladder":
         kind, methods, k = "ladder", a.method, a.k
