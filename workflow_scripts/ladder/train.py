@@ -139,7 +139,7 @@ def main(argv=None) -> None:
                             "config/ladder.schema.yaml's defaults")
         q.add_argument("--threads", type=int, default=1)
         q.add_argument("--out", nargs="+", required=True,
-                       help="one file per run: per seed, each method's in turn")
+                       help="one file per run: every seed of the first method, then the next")
     a = p.parse_args(argv)
     if a.cmd == "ladder":
         kind, methods, k = "ladder", a.method, a.k
