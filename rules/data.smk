@@ -1,11 +1,11 @@
 # Data: the embedded default generates its benchmarks and triples from docstrings of
-# installed libraries (workflow_scripts/biencoder/docstrings.py); nothing is downloaded.
-# The paper configs download the real datasets (biencoder/prepare_data.py).
+# installed libraries (workflow_scripts/biencoder/data/docstrings.py); nothing is downloaded.
+# The paper configs download the real datasets (biencoder/data/prepare_data.py).
 
 
 rule docstring_benchmark:
     input:
-        code("biencoder.docstrings"),
+        code("biencoder.data.docstrings"),
     output:
         corpus="data/beir/{benchmark}/corpus.jsonl",
         queries="data/beir/{benchmark}/queries.jsonl",
@@ -27,14 +27,14 @@ rule docstring_benchmark:
         # Texts of the training packages are kept out of every benchmark.
         exclude=" ".join(DATASETS[TRAIN_DATA].get("packages", [])),
     shell:
-        "python -m workflow_scripts.biencoder.docstrings beir --settings-json {params.settings:q}"
+        "python -m workflow_scripts.biencoder.data.docstrings beir --settings-json {params.settings:q}"
         " --exclude-packages {params.exclude} --out data/beir/{wildcards.benchmark}"
         " > {log} 2>&1"
 
 
 rule docstring_triples:
     input:
-        code("biencoder.docstrings"),
+        code("biencoder.data.docstrings"),
     output:
         triples="data/train/{train_data}.parquet",
         card="data/train/{train_data}.DATACARD.md",
@@ -54,14 +54,14 @@ rule docstring_triples:
     params:
         settings=lambda wc: settings_json("DocstringTriples", train_data=wc.train_data),
     shell:
-        "python -m workflow_scripts.biencoder.docstrings train --settings-json {params.settings:q}"
+        "python -m workflow_scripts.biencoder.data.docstrings train --settings-json {params.settings:q}"
         " --out {output.triples} > {log} 2>&1"
 
 
 # Real data (paper configs): local rules, since compute nodes may have no internet.
 rule beir_download:
     input:
-        code("biencoder.prepare_data"),
+        code("biencoder.data.prepare_data"),
     output:
         corpus="data/beir/{benchmark}/corpus.jsonl",
         queries="data/beir/{benchmark}/queries.jsonl",
@@ -80,7 +80,7 @@ rule beir_download:
         md5=lambda wc: DATASETS[wc.benchmark]["md5"],
         min_queries=config["eval"]["min_queries"],
     shell:
-        "python -m workflow_scripts.biencoder.prepare_data beir --name {wildcards.benchmark}"
+        "python -m workflow_scripts.biencoder.data.prepare_data beir --name {wildcards.benchmark}"
         " --url {params.url:q} --md5 {params.md5} --min-queries {params.min_queries}"
         " --download-dir data/downloads"
         " --out data/beir/{wildcards.benchmark} > {log} 2>&1"
@@ -88,7 +88,7 @@ rule beir_download:
 
 rule triples_download:
     input:
-        code("biencoder.prepare_data"),
+        code("biencoder.data.prepare_data"),
     output:
         triples="data/train/{train_data}.parquet",
         card="data/train/{train_data}.DATACARD.md",
@@ -109,6 +109,6 @@ rule triples_download:
             else ""
         ),
     shell:
-        "python -m workflow_scripts.biencoder.prepare_data triples --name {wildcards.train_data}"
+        "python -m workflow_scripts.biencoder.data.prepare_data triples --name {wildcards.train_data}"
         " --url {params.url:q} --download-dir data/downloads"
         " {params.lines} --out {output.triples} > {log} 2>&1"

@@ -4,7 +4,7 @@ FIG_INPUTS = {
     "stats": expand(
         "results/stats/{table}.parquet", table=["ci", "seeds", "comparisons"]
     ),
-    "code": code("biencoder.figures"),
+    "code": code("biencoder.report.figures"),
 }
 FIG_ARGS = f"--stats-dir results/stats --budget-order {' '.join(BUDGET_ORDER)}"
 
@@ -23,7 +23,7 @@ rule figure_depth_vs_budget:
     params:
         args=FIG_ARGS,
     shell:
-        "python -m workflow_scripts.biencoder.figures depth_vs_budget {params.args} --out {output}"
+        "python -m workflow_scripts.biencoder.report.figures depth_vs_budget {params.args} --out {output}"
         " > {log} 2>&1"
 
 
@@ -42,7 +42,7 @@ rule figure_per_benchmark_degradation:
         args=FIG_ARGS,
         pair=" ".join(BUDGET_PAIR),
     shell:
-        "python -m workflow_scripts.biencoder.figures per_benchmark_degradation {params.args}"
+        "python -m workflow_scripts.biencoder.report.figures per_benchmark_degradation {params.args}"
         " --pair {params.pair} --out {output} > {log} 2>&1"
 
 
@@ -60,7 +60,7 @@ rule figure_seed_variance:
     params:
         args=FIG_ARGS,
     shell:
-        "python -m workflow_scripts.biencoder.figures seed_variance {params.args} --out {output}"
+        "python -m workflow_scripts.biencoder.report.figures seed_variance {params.args} --out {output}"
         " > {log} 2>&1"
 
 
@@ -79,14 +79,14 @@ rule figure_pareto:
     params:
         args=FIG_ARGS,
     shell:
-        "python -m workflow_scripts.biencoder.figures pareto {params.args} --latency {input.latency}"
+        "python -m workflow_scripts.biencoder.report.figures pareto {params.args} --latency {input.latency}"
         " --out {output} > {log} 2>&1"
 
 
 rule figure_learning_curves:
     input:
         stats=expand("results/stats/{table}.parquet", table=["curves", "curves_onset"]),
-        code=code("biencoder.figures"),
+        code=code("biencoder.report.figures"),
     output:
         figure_outputs("learning_curves"),
     log:
@@ -98,14 +98,14 @@ rule figure_learning_curves:
     params:
         args=FIG_ARGS,
     shell:
-        "python -m workflow_scripts.biencoder.figures learning_curves {params.args}"
+        "python -m workflow_scripts.biencoder.report.figures learning_curves {params.args}"
         " --out {output} > {log} 2>&1"
 
 
 rule figure_quality_vs_compute:
     input:
         stats=expand("results/stats/{table}.parquet", table=["ci", "compute"]),
-        code=code("biencoder.figures"),
+        code=code("biencoder.report.figures"),
     output:
         figure_outputs("quality_vs_compute"),
     log:
@@ -117,5 +117,5 @@ rule figure_quality_vs_compute:
     params:
         args=FIG_ARGS,
     shell:
-        "python -m workflow_scripts.biencoder.figures quality_vs_compute {params.args}"
+        "python -m workflow_scripts.biencoder.report.figures quality_vs_compute {params.args}"
         " --out {output} > {log} 2>&1"

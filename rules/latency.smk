@@ -8,7 +8,7 @@
 
 rule latency_run:
     input:
-        code=code("biencoder.latency"),
+        code=code("biencoder.latency.profile"),
     output:
         "results/latency/run{r}.parquet",
     log:
@@ -33,7 +33,7 @@ rule latency_run:
             else config["latency"]["threads"]
         ),
     shell:
-        "python -m workflow_scripts.biencoder.latency --base {params.base:q}"
+        "python -m workflow_scripts.biencoder.latency.profile --base {params.base:q}"
         " --strategy {params.strategy} --depths {params.depths} --run {wildcards.r}"
         " --threads {params.torch_threads} --settings-json {params.settings:q}"
         " --out {output} > {log} 2>&1"
@@ -42,7 +42,7 @@ rule latency_run:
 rule latency_summary:
     input:
         runs=latency_runs(),
-        code=code("biencoder.latency_summary"),
+        code=code("biencoder.latency.summary"),
     output:
         summary="results/latency/summary.parquet",
         coherence="results/latency/coherence.json",
@@ -56,6 +56,6 @@ rule latency_summary:
     params:
         settings=settings_json("LatencySummary"),
     shell:
-        "python -m workflow_scripts.biencoder.latency_summary --runs {input.runs}"
+        "python -m workflow_scripts.biencoder.latency.summary --runs {input.runs}"
         " --settings-json {params.settings:q} --out {output.summary}"
         " --coherence {output.coherence} --ladder {output.ladder} > {log} 2>&1"

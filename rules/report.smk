@@ -43,7 +43,7 @@ rule report:
         extra=REPORT_EXTRAS,
         claims="results/claims.md" if HAS_CLAIMS else [],
         figures=[f for name in FIGURES for f in figure_files(name)],
-        code=code("biencoder.report"),
+        code=code("biencoder.report.results"),
     output:
         report(
             "results/RESULTS.md",
@@ -58,7 +58,7 @@ rule report:
         claims="--claims results/claims.md" if HAS_CLAIMS else "",
         curves="--curves" if CURVE_RECIPES else "",
     shell:
-        "python -m workflow_scripts.biencoder.report --stats-dir results/stats"
+        "python -m workflow_scripts.biencoder.report.results --stats-dir results/stats"
         " --latency-summary {input.latency_summary} --latency-ladder {input.latency_ladder}"
         " --latency-coherence {input.latency_coherence} --usage {input.usage}"
         " --cards {input.cards} --extra {input.extra} {params.claims} {params.curves}"

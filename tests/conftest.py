@@ -58,7 +58,7 @@ WORKFLOW_PARTS = ("Snakefile", "rules", "workflow_scripts", "config", "envs", "p
 def docstring_study_data(d: Path, *, triples: int, queries: int, docs: int) -> Path:
     """Training triples (d/t.parquet) and a BEIR benchmark (d/bench) from pandas'
     docstrings, as the default study makes them, small."""
-    from workflow_scripts.biencoder import docstrings
+    from workflow_scripts.biencoder.data import docstrings
     from workflow_scripts.core import contracts
 
     pairs = docstrings.collect_pairs("pandas")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workflow_scripts.biencoder import docstrings, evaluate, retrieval
+from workflow_scripts.biencoder import evaluate, retrieval
+from workflow_scripts.biencoder.data import docstrings
 from workflow_scripts.core import contracts
 
 PER_QUERY = {"ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "map@100": "map_cut_100"}
@@ -76,7 +77,7 @@ def encoder(tiny_model):
     a busy machine wait on each other: 10 ms per op) while this module runs."""
     import torch
 
-    from workflow_scripts.biencoder.encoder import BertEncoder
+    from workflow_scripts.biencoder.model.encoder import BertEncoder
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -18,7 +18,7 @@ from workflow_scripts.claims import latency as claims_latency
 from workflow_scripts.claims.data import Data
 from workflow_scripts.core import contracts
 from workflow_scripts.core.arms import Arm
-from workflow_scripts.core.configcheck import check_config
+from workflow_scripts.study_config import check_config
 
 BENCH = ("b1", "b2", "b3")
 FAST = decide.Options(nboot=200, ladder_nboot=200, latency_nboot=300)
@@ -344,7 +344,7 @@ def latency_calls(slope=0.3, base=10.0, depths=(1, 2, 3), runs=3, rounds=8, call
 
 
 def coherence_doc(calls: pd.DataFrame) -> dict:
-    from workflow_scripts.biencoder import latency_summary
+    from workflow_scripts.biencoder.latency import summary as latency_summary
     from workflow_scripts.core.settings import LatencySummary
 
     s = LatencySummary.from_json('{"nboot": 200}')

@@ -10,10 +10,11 @@ from conftest import ROOT
 
 from workflow_scripts.core import codedeps
 
-STAGES = ["biencoder.train", "biencoder.evaluate", "biencoder.latency", "biencoder.stats",
-          "biencoder.figures", "biencoder.report", "biencoder.compute", "biencoder.docstrings",
-          "biencoder.prepare_data", "core.usage", "ladder.train", "ladder.stats",
-          "ladder.identity", "ladder.report", "ladder.data"]
+STAGES = ["biencoder.train", "biencoder.evaluate", "biencoder.latency.profile",
+          "biencoder.latency.summary", "biencoder.stats", "biencoder.curves",
+          "biencoder.report.figures", "biencoder.report.results", "biencoder.compute",
+          "biencoder.data.docstrings", "biencoder.data.prepare_data", "core.usage", "ladder.train",
+          "ladder.stats", "ladder.identity", "ladder.report", "ladder.data"]
 
 
 def test_closure_follows_absolute_relative_and_from_imports(tmp_path):

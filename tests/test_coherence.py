@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from workflow_scripts.biencoder import coherence as c
+from workflow_scripts.biencoder.latency import coherence as c
 
 CPU_DEPTHS = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
 PAPER_DEPTHS = np.array([3.0, 6.0, 9.0, 12.0])

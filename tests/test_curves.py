@@ -131,7 +131,8 @@ def test_a_missing_step_is_named(tmp_path):
 
 
 def test_figure_and_report_section_read_the_curve_tables(tmp_path):
-    from workflow_scripts.biencoder import figures, report
+    from workflow_scripts.biencoder.report import figures
+    from workflow_scripts.biencoder.report import results as report
 
     _run(tmp_path, RISE_PLATEAU_DECLINE)
     stats = figures.load_stats(tmp_path / "stats", ("curves", "curves_onset"))

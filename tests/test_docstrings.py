@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workflow_scripts.biencoder import docstrings as ds
+from workflow_scripts.biencoder.data import docstrings as ds
 
 BODY = " ".join(f"word{i}" for i in range(40))
 

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 from tiny_models import ARCHITECTURES
 
-from workflow_scripts.biencoder.encoder import (
+from workflow_scripts.biencoder.model.encoder import (
     AutoModelEncoder,
     BertEncoder,
     UnsupportedModel,
     folder_pooling,
     load_encoder,
 )
-from workflow_scripts.biencoder.models import (
+from workflow_scripts.biencoder.model.truncation import (
     kept_layers,
     load_trained,
     load_truncated,

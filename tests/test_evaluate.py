@@ -70,7 +70,8 @@ def test_snapshot_evaluations_equal_the_normal_path(tiny_model, tmp_path):
 
     import pandas as pd
 
-    from workflow_scripts.biencoder import docstrings, train
+    from workflow_scripts.biencoder import train
+    from workflow_scripts.biencoder.data import docstrings
     from workflow_scripts.core import contracts
     from workflow_scripts.core.settings import Train
 

@@ -9,10 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workflow_scripts.biencoder import coherence, figures, latency, report
-from workflow_scripts.biencoder import latency_host as host
-from workflow_scripts.biencoder import latency_protocol as protocol
-from workflow_scripts.biencoder import latency_summary as summ
+from workflow_scripts.biencoder.latency import coherence
+from workflow_scripts.biencoder.latency import host as host
+from workflow_scripts.biencoder.latency import profile as latency
+from workflow_scripts.biencoder.latency import protocol as protocol
+from workflow_scripts.biencoder.latency import summary as summ
+from workflow_scripts.biencoder.report import figures
+from workflow_scripts.biencoder.report import results as report
 from workflow_scripts.core import contracts
 from workflow_scripts.core.settings import LatencyProfile, LatencySummary
 
@@ -515,7 +518,7 @@ def test_a_reference_depth_outside_the_depths_is_a_config_error():
     import yaml
     from conftest import ROOT
 
-    from workflow_scripts.core.configcheck import check_config
+    from workflow_scripts.study_config import check_config
 
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     cfg["latency"]["reference_depth"] = 4

@@ -10,7 +10,8 @@ import pytest
 import torch
 from tiny_models import ARCHITECTURES
 
-from workflow_scripts.biencoder import architectures, models
+from workflow_scripts.biencoder.model import architectures
+from workflow_scripts.biencoder.model import truncation as models
 
 TEXTS = ["Compute the mean of an array.", "", "Return a new DataFrame with the rows sorted " * 9,
          "x", "Fit the model according to the given training data and labels.", "héllo ☃"]
@@ -162,7 +163,7 @@ def test_other_architectures_are_refused_by_name(tmp_path):
 
 
 def test_the_config_check_reads_layer_counts_through_the_registry(arch_model, tmp_path):
-    from workflow_scripts.core.configcheck import depth_errors
+    from workflow_scripts.study_config import depth_errors
 
     distil = arch_model("distilbert")  # its layer count is n_layers
     assert "n_layers" in json.loads((distil / "config.json").read_text())
@@ -192,7 +193,8 @@ def test_a_hub_id_is_read_at_job_time(tiny_model, tmp_path):
     shutil.copytree(tiny_model, repo / "snapshots" / ("0" * 40))
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text("0" * 40)
-    code = ("from workflow_scripts.biencoder import architectures, models\n"
+    code = ("from workflow_scripts.biencoder.model import architectures\n"
+            "from workflow_scripts.biencoder.model import truncation as models\n"
             "m = models.hf_model(models.load_truncated('depthlab/tiny-bert', 'bottom', 2))\n"
             "print(len(architectures.layers(m)))\n"
             "models.load_truncated('depthlab/tiny-bert', 'top', 4)\n")
@@ -211,7 +213,7 @@ def test_the_registry_keeps_the_config_check_light():
 
     from conftest import ROOT
 
-    code = ("import sys, workflow_scripts.core.configcheck; "
+    code = ("import sys, workflow_scripts.study_config; "
             "print([m for m in ('torch', 'transformers', 'numpy') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, text=True,
                          capture_output=True).stdout

@@ -13,7 +13,7 @@ import zipfile
 
 import pytest
 
-from workflow_scripts.biencoder import prepare_data
+from workflow_scripts.biencoder.data import prepare_data
 from workflow_scripts.core import contracts, download
 
 

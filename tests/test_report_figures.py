@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workflow_scripts.biencoder import coherence, figures, report
+from workflow_scripts.biencoder.latency import coherence
+from workflow_scripts.biencoder.report import figures
+from workflow_scripts.biencoder.report import results as report
 from workflow_scripts.core import contracts
 
 RECIPES = ("short", "long")

@@ -18,7 +18,7 @@ from conftest import ROOT, docstring_study_data
 from safetensors.numpy import load_file
 
 from workflow_scripts.biencoder import evaluate
-from workflow_scripts.biencoder.encoder import load_encoder
+from workflow_scripts.biencoder.model.encoder import load_encoder
 
 SETTINGS = {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 1, "max_seq_length": 16}
 # matryoshka2d draws a prior layer (of 2 at depth 2) and a dimension (of 2) every step: a

@@ -10,7 +10,8 @@ import yaml
 from conftest import ROOT
 
 from workflow_scripts.core import settings
-from workflow_scripts.core.configcheck import SOURCE_NEEDS, check_config
+from workflow_scripts.core.configcheck import SOURCE_NEEDS
+from workflow_scripts.study_config import check_config
 
 # Dataset keys that the config check requires per data source (datasets.*.KEY).
 NEEDED_PER_SOURCE = {f"datasets.*.{k}" for keys in SOURCE_NEEDS.values() for k in keys}
@@ -105,7 +106,7 @@ def test_depth_beyond_the_base_models_layers_stops_the_config_check():
 
 
 def test_a_job_names_the_depths_key_for_a_hub_model():
-    from workflow_scripts.biencoder.models import kept_layers
+    from workflow_scripts.biencoder.model.truncation import kept_layers
 
     with pytest.raises(ValueError, match=r"config key depths: depth 14 is outside 1\.\.12"):
         kept_layers("top", 14, 12)

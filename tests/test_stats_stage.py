@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workflow_scripts.biencoder import figures, report, stats
+from workflow_scripts.biencoder import stats
+from workflow_scripts.biencoder.report import figures
+from workflow_scripts.biencoder.report import results as report
 from workflow_scripts.core import contracts
 from workflow_scripts.core.settings import Stats
 

@@ -15,10 +15,10 @@ from conftest import ROOT, docstring_study_data
 from safetensors.numpy import load_file
 
 from workflow_scripts.biencoder import evaluate, train
-from workflow_scripts.biencoder.encoder import encode_at_depths
-from workflow_scripts.biencoder.models import load_trained, load_truncated
+from workflow_scripts.biencoder.model.encoder import encode_at_depths
+from workflow_scripts.biencoder.model.truncation import load_trained, load_truncated
 from workflow_scripts.core import contracts, settings
-from workflow_scripts.core.configcheck import check_config
+from workflow_scripts.study_config import check_config
 
 BASE = {"batch_size": 4, "steps": 3, "lr": 1e-3, "warmup": 0, "max_seq_length": 16}
 TEXTS = ["Compute the mean of an array.", "Return a new DataFrame sorted by a column " * 4,
@@ -295,8 +295,9 @@ def test_stats_compare_train_once_with_per_depth_training_and_tops_base(syntheti
 
 
 def test_report_section_and_figure_compare_the_arms(synthetic, tmp_path):
-    from workflow_scripts.biencoder import figures, report
-    from workflow_scripts.biencoder.report_compute import compute_section
+    from workflow_scripts.biencoder.report import figures
+    from workflow_scripts.biencoder.report import results as report
+    from workflow_scripts.biencoder.report.compute_section import compute_section
 
     out, tables = synthetic
     text = compute_section(tables["ci"], tables["comparisons"],

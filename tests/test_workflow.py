@@ -213,13 +213,13 @@ def test_moved_study_has_nothing_to_do(tiny_run):
 # Rules whose command's import closure holds the module (an independent list, by hand).
 IMPORTERS = {
     # (the tiny study's train-once arm has a curve: evaluate_steps_train_once evaluates it)
-    "workflow_scripts/biencoder/models.py": {"train", "evaluate_trained",
+    "workflow_scripts/biencoder/model/truncation.py": {"train", "evaluate_trained",
                                              "evaluate_base_one_pass",
                                              "evaluate_steps", "evaluate_steps_train_once",
                                              "latency_run"},
     "workflow_scripts/core/multibootstrap.py": {"stats", "curves", "ladder_stats", "claims"},
     "workflow_scripts/claims/render.py": {"claims", "claims_figure"},
-    "workflow_scripts/biencoder/figures.py": {"figure_depth_vs_budget", "figure_pareto",
+    "workflow_scripts/biencoder/report/figures.py": {"figure_depth_vs_budget", "figure_pareto",
                                               "figure_per_benchmark_degradation",
                                               "figure_seed_variance",
                                               "figure_learning_curves",

@@ -1,6 +1,6 @@
 """Tiny random-init models for tests and benchmarks (test scaffolding, not a stage).
 
-One builder for every architecture of the layer registry (biencoder/architectures.py):
+One builder for every architecture of the layer registry (biencoder/model/architectures.py):
 BERT-vocabulary models (bert, distilbert) get the MiniLM package's uncased tokenizer; the
 others a small byte-level BPE tokenizer trained here, offline, with RoBERTa's special-token
 layout (<s>=0, <pad>=1, </s>=2), so that RoBERTa's and MPNet's padding-derived positions
@@ -12,7 +12,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from workflow_scripts.biencoder.models import resolve_model_path
+from workflow_scripts.biencoder.model.truncation import resolve_model_path
 from workflow_scripts.core.contracts import atomic_dir
 
 ARCHITECTURES = ("bert", "roberta", "xlm-roberta", "mpnet", "distilbert", "deberta-v2",

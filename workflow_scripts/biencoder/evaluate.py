@@ -1,7 +1,7 @@
 """Evaluation stage: zero-shot retrieval on one BEIR-format benchmark, metrics per query.
 
 Encodes the benchmark's queries and documents with the model (fp32, the lean encoders of
-biencoder/encoder.py) and ranks and scores them with biencoder/retrieval.py: exact cosine
+biencoder/model/encoder.py) and ranks and scores them with biencoder/retrieval.py: exact cosine
 search and trec_eval's metrics, equal to BEIR's (docs/evaluation.md). Every test query gets
 a row, also those scoring 0.
 
@@ -36,7 +36,7 @@ from workflow_scripts.core.settings import Evaluate
 def evaluate_model(encoder, benchmark_dir, *, top_k: int = 100, batch_size: int = 64,
                    ignore_identical_ids: bool = False) -> tuple[pd.DataFrame, dict]:
     """Per-query metrics of `encoder` (anything with encode(texts, batch_size=...) returning
-    an array, e.g. workflow_scripts.biencoder.encoder's) on a BEIR folder, and timings."""
+    an array, e.g. workflow_scripts.biencoder.model.encoder's) on a BEIR folder, and timings."""
     corpus, queries, qrels = contracts.load_beir(benchmark_dir)
     t0 = time.perf_counter()
     q_emb = encoder.encode(list(queries.values()), batch_size=batch_size,
@@ -57,7 +57,7 @@ def evaluate_depths(source: str, depths, benchmark_dir, *, max_seq_length: int,
     """{depth: per-query metrics} of a model whose weights do not depend on depth (`source`:
     the base's spec, strategy top, or a train-once model's folder) at every one of `depths`,
     its texts encoded in one pass (encoder.encode_at_depths)."""
-    from workflow_scripts.biencoder.encoder import encode_at_depths
+    from workflow_scripts.biencoder.model.encoder import encode_at_depths
 
     corpus, queries, qrels = contracts.load_beir(benchmark_dir)
     t0 = time.perf_counter()
@@ -82,7 +82,7 @@ def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top
     one process for all. A folder the lean encoder cannot take is encoded on its own.
     `depths` (a train-once model's snapshots): {depth: metrics} of every depth, each
     snapshot in one pass."""
-    from workflow_scripts.biencoder.encoder import (
+    from workflow_scripts.biencoder.model.encoder import (
         BertEncoder,
         UnsupportedModel,
         encode_at_depths,
@@ -202,7 +202,7 @@ def main(argv=None) -> None:
         ap.error(f"--depths: strategy {a.strategy} keeps other than the bottom layers; one "
                  "pass gives the depths of strategy top and the train-once arms only")
 
-    from workflow_scripts.biencoder.encoder import load_encoder
+    from workflow_scripts.biencoder.model.encoder import load_encoder
     from workflow_scripts.core.runtime import set_threads
 
     set_threads(a.threads)

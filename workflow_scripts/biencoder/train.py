@@ -214,7 +214,7 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     )
     from sentence_transformers.base.sampler import BatchSamplers
 
-    from workflow_scripts.biencoder.models import freeze_all_but_last, load_truncated
+    from workflow_scripts.biencoder.model.truncation import freeze_all_but_last, load_truncated
 
     # A rerun's job lost model.safetensors (Snakemake removes its output first): drop the
     # rest of the old folder too, so that a failed retrain leaves all files or none.
@@ -306,7 +306,7 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Train one truncated bi-encoder with MNRL (a "
                                  "train-once arm: wrapped in its layer-adaptive loss).")
-    ap.add_argument("--base", required=True, help="model spec (see biencoder/models.py)")
+    ap.add_argument("--base", required=True, help="model spec (see biencoder/model/truncation.py)")
     ap.add_argument("--strategy", required=True)
     ap.add_argument("--depth", type=int, required=True)
     ap.add_argument("--seed", type=int, nargs="+", required=True,

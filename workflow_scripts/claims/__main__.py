@@ -27,7 +27,7 @@ def read_config(paths) -> dict:
     """YAML files merged as Snakemake merges --configfile files, then checked."""
     import yaml
 
-    from workflow_scripts.core.configcheck import check_config
+    from workflow_scripts.study_config import check_config
 
     config: dict = {}
     for p in paths:

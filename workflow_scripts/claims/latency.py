@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.biencoder import coherence as coh
-from workflow_scripts.biencoder import latency_relative as rel
+from workflow_scripts.biencoder.latency import coherence as coh
+from workflow_scripts.biencoder.latency import relative as rel
 from workflow_scripts.claims.data import Data
 from workflow_scripts.claims.spec import Member
 

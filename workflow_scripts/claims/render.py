@@ -38,7 +38,7 @@ REQUIRED = ("claim", "statement", "row", "member", "test", "threshold", "epsilon
             "ci_low", "ci_high", "ci", "interval", "verdict")
 COLORS = {"supported": "#2ca02c", "refuted": "#d62728", "inconclusive": "#e69f00",
           "not-applicable": "#bdbdbd"}
-DPI = 150  # as biencoder/figures.py
+DPI = 150  # as biencoder/report/figures.py
 STRIP_IN = 0.55  # height of one claim's strip, inches
 HEADER_IN = 0.85  # title and legend
 FOOTER_IN = 0.3

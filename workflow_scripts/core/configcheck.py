@@ -1,20 +1,19 @@
-"""The one config check: the JSON schemas (config/schema.yaml, config/ladder.schema.yaml),
-then what a schema cannot express (names that must exist in the data registry, keys a data
-source needs), then the schemas' defaults filled in. Every message names the config key.
+"""The core of the config check: the JSON schemas (config/schema.yaml,
+config/ladder.schema.yaml), then what a schema cannot express (names that must exist in the
+data registry, keys a data source needs), then the schemas' defaults filled in. Every message
+names the config key. The studies' own checks (a base model's layer count, the claims
+against the grid) live with the studies; workflow_scripts/study_config.py runs them all.
 
-Imported by the Snakefile: jsonschema and yaml only, so `snakemake -n` stays fast.
+jsonschema and yaml only, so `snakemake -n` stays fast.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
-import json
-from pathlib import Path
+from collections.abc import Callable, Iterable
 
 import jsonschema
 
-from workflow_scripts.biencoder import architectures
 from workflow_scripts.core.contracts import PER_DEPTH_REFERENCE
 from workflow_scripts.core.settings import SCHEMA_FILES, schema
 
@@ -54,11 +53,9 @@ def cross_errors(config: dict) -> list[str]:
     if "base" in config.get("recipes", {}):
         return msgs + ["config key recipes.base: the recipe name 'base' is reserved for the "
                        "untrained model; rename the recipe"]
-    msgs += claim_errors(config)
     if "recipes" not in config:
         return msgs
-    msgs += (depth_errors(config) + eval_step_errors(config["recipes"])
-             + train_once_errors(config))
+    msgs += eval_step_errors(config["recipes"]) + train_once_errors(config)
     if config.get("batch_seeds"):
         # one job's outputs are one list of seed folders, whatever the recipe
         seeds = {name: r["seeds"] for name, r in sorted(config["recipes"].items())}
@@ -89,30 +86,6 @@ def cross_errors(config: dict) -> list[str]:
     return msgs
 
 
-def depth_errors(config: dict) -> list[str]:
-    """Depths beyond the base model's layer count, and an architecture outside the layer
-    registry, where its config.json is on disk (a `package:` model or a local folder); a
-    hub id is checked by its first job."""
-    spec = str(config["base_model"])
-    folder = Path(spec)
-    if spec.startswith("package:"):
-        try:  # the packages ship a model folder and import nothing heavy
-            folder = Path(importlib.import_module(spec.split(":", 1)[1]).get_model_path())
-        except (ImportError, AttributeError):
-            return []  # the jobs say what is wrong with the package
-    path = folder / "config.json"
-    try:
-        model_config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    try:  # each architecture names its layer count differently
-        n_layers = architectures.num_layers(model_config)
-    except architectures.UnsupportedArchitecture as e:
-        return [f"config key base_model: {spec} ({path}): {e}"]
-    return [f"config key depths[{i}]: {d} is more than the {n_layers} layers of base_model "
-            f"{spec} ({path})" for i, d in enumerate(config["depths"]) if d > n_layers]
-
-
 def eval_step_errors(recipes: dict) -> list[str]:
     """A learning curve's steps must increase strictly and lie within the recipe's steps."""
     msgs = []
@@ -138,18 +111,6 @@ def train_once_errors(config: dict) -> list[str]:
             if recipe.get("train_once") and PER_DEPTH_REFERENCE not in config["strategies"]]
 
 
-def claim_errors(config: dict) -> list[str]:
-    """The first problem of the claims against this config's grid (unknown arms, benchmarks
-    or metrics, missing margins, empty families), naming the claim id and key."""
-    from workflow_scripts.claims import spec
-
-    try:
-        spec.parse(config.get("claims", []), spec.grid_from_config(config))
-    except spec.ClaimError as e:
-        return [str(e)]
-    return []
-
-
 def fill_defaults(data: dict, name: str = "") -> None:
     """Set every absent key that has a schema default, recursively (what Snakemake's
     validate(set_default=True) does)."""
@@ -167,13 +128,15 @@ def fill_defaults(data: dict, name: str = "") -> None:
         pass  # checked before; iterating applies the defaults
 
 
-def check_config(config: dict) -> None:
-    """Raise ValueError listing every problem; on success fill in the defaults."""
+def check_config(config: dict, wing_checks: Iterable[Callable[[dict], list[str]]] = ()) -> None:
+    """Raise ValueError listing every problem; on success fill in the defaults.
+    `wing_checks` are the studies' own checks of a schema-valid config (each returns its
+    messages): core knows no wing, so workflow_scripts/study_config.py passes them."""
     msgs = schema_errors(config)
     if not msgs and "ladder" in config:
         msgs = schema_errors(config["ladder"], "ladder")
     if not msgs:
-        msgs = cross_errors(config)
+        msgs = cross_errors(config) + [m for check in wing_checks for m in check(config)]
     if msgs:
         files = ", ".join(str(p.relative_to(p.parents[1])) for p in SCHEMA_FILES.values())
         raise ValueError(f"invalid configuration (checked against {files}):\n  "

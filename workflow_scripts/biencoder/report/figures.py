@@ -2,7 +2,7 @@
 (labelled with the CI level the tables record) and, for pareto, the canonical latency ladder;
 quality_vs_compute reads the training compute (compute.parquet) beside the intervals.
 
-CLI: python -m workflow_scripts.biencoder.figures NAME --stats-dir results/stats
+CLI: python -m workflow_scripts.biencoder.report.figures NAME --stats-dir results/stats
         [--latency results/latency/ladder.parquet] [--budget-order R1 R2 ...] [--pair A B]
         (learning_curves reads the curves tables of the same folder)
         --out results/figures/NAME.png [...pdf]

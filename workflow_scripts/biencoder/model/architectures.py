@@ -75,7 +75,7 @@ def architecture(config) -> Architecture:
         known = "; ".join(f"{a.model_type} ({a.families})" for a in REGISTRY.values())
         raise UnsupportedArchitecture(
             f"model_type {model_type!r} is not in the layer registry "
-            f"(workflow_scripts/biencoder/architectures.py), so its layers cannot be cut or "
+            f"(workflow_scripts/biencoder/model/architectures.py), so its layers cannot be cut or "
             f"frozen; supported: {known}. docs/architecture.md says how to add one.")
     return REGISTRY[model_type]
 

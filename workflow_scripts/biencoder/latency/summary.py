@@ -6,12 +6,12 @@ resamples whole rounds, and the run's relative ladder Q_d = t_d / t_ref from a t
 fit over rounds x depths (latency_relative.py) with CIs resampling whole rounds, the
 paired increments' CIs, both halves' Q, the fit's residual spread, drift diagnostics and
 the measured cost of the calls after a switch. `check` checks every run
-(workflow_scripts/biencoder/coherence.py) and gives the summary with each run's verdict,
+(workflow_scripts/biencoder/latency/coherence.py) and gives the summary with each run's verdict,
 the coherence document (coherence.json) and the canonical ladder: per depth the median
 over the coherent runs of their Q, times the median over them of the reference depth's
 p50; `absolute_verified` when every coherent run also passed `absolute_stable`.
 
-CLI: python -m workflow_scripts.biencoder.latency_summary --runs run0.parquet ... \
+CLI: python -m workflow_scripts.biencoder.latency.summary --runs run0.parquet ... \
         --settings-json '{...}' --out summary.parquet [--coherence coherence.json] \
         [--ladder ladder.parquet]
 """
@@ -24,8 +24,9 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.biencoder import coherence, latency_relative
-from workflow_scripts.biencoder.latency_host import other_work
+from workflow_scripts.biencoder.latency import coherence
+from workflow_scripts.biencoder.latency import relative as latency_relative
+from workflow_scripts.biencoder.latency.host import other_work
 from workflow_scripts.core import contracts
 from workflow_scripts.core.settings import LatencySummary, SettingsError
 

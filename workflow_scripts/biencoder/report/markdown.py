@@ -1,4 +1,4 @@
-"""Markdown helpers of the report stage (biencoder/report.py and its sections)."""
+"""Markdown helpers of the report stage (biencoder/report/results.py and its sections)."""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@ triples (jsonl.gz lines `["anchor", "positive", "negative"]`, sha256 and line co
 on the first download and checked after). Downloads go through workflow_scripts.core.download:
 atomic, checksummed, resumed with HTTP Range, retried on server errors.
 
-CLI: python -m workflow_scripts.biencoder.prepare_data beir --name nfcorpus --url URL --md5 X \
+CLI: python -m workflow_scripts.biencoder.data.prepare_data beir --name nfcorpus --url URL --md5 X \
         --download-dir data/downloads --out data/beir/nfcorpus
-     python -m workflow_scripts.biencoder.prepare_data triples --url URL --expect-lines N \
+     python -m workflow_scripts.biencoder.data.prepare_data triples --url URL --expect-lines N \
         --download-dir data/downloads --out data/train/msmarco-triplets.parquet
 """
 

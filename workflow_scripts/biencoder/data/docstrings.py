@@ -6,10 +6,11 @@ triples, so evaluation is zero-shot across domains as in the paper. Everything i
 and seeded, so for pinned package versions the output is byte-identical run to run.
 
 CLI:
-  python -m workflow_scripts.biencoder.docstrings beir --settings-json '{"packages": ["pandas"],
-      "max_queries": 310, "max_docs": 400}' --exclude-packages numpy scipy --out data/beir/X
-  python -m workflow_scripts.biencoder.docstrings train --settings-json '{"packages": ["numpy"],
-      "max_triples": 4000}' --out data/train/X.parquet
+  python -m workflow_scripts.biencoder.data.docstrings beir \
+      --settings-json '{"packages": ["pandas"], "max_queries": 310, "max_docs": 400}' \
+      --exclude-packages numpy scipy --out data/beir/X
+  python -m workflow_scripts.biencoder.data.docstrings train \
+      --settings-json '{"packages": ["numpy"], "max_triples": 4000}' --out data/train/X.parquet
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ The runs' statistics, coherence verdicts and canonical ladder are a stage of the
 Settings come as one JSON object (`--settings-json`); keys it leaves out take
 config/schema.yaml's defaults (workflow_scripts.core.settings.LatencyProfile).
 
-CLI: python -m workflow_scripts.biencoder.latency --base SPEC --strategy top --depths 1 2 3
+CLI: python -m workflow_scripts.biencoder.latency.profile --base SPEC --strategy top --depths 1 2 3
             --run 0 --threads 1 --settings-json '{...}' --out run0.parquet
 """
 
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import argparse
 
-from workflow_scripts.biencoder import latency_host, latency_protocol
+from workflow_scripts.biencoder.latency import host as latency_host
+from workflow_scripts.biencoder.latency import protocol as latency_protocol
 from workflow_scripts.core import contracts
 from workflow_scripts.core.settings import LatencyProfile, SettingsError
 
@@ -35,7 +36,7 @@ def profile_run(a, settings: LatencyProfile) -> None:
     set_threads(a.threads)  # before any torch work
     import torch
 
-    from workflow_scripts.biencoder.models import load_truncated
+    from workflow_scripts.biencoder.model.truncation import load_truncated
 
     s = settings
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -9,7 +9,7 @@ sentence-transformers ~6.5 s (more on busy cores). Two paths, tried in this orde
 - BertEncoder: BERT (absolute positions, erf-GELU) in plain torch with the `tokenizers`
   library, the cheapest import; a truncated base loads only the kept layers' tensors.
   MiniLM, and the BERT retrievers (bge, e5, gte), take it.
-- AutoModelEncoder: every architecture of the layer registry (biencoder/architectures.py)
+- AutoModelEncoder: every architecture of the layer registry (biencoder/model/architectures.py)
   through transformers' AutoModel forward and the folder's tokenizer, cut by any strategy.
 
 Both pool as the folder's Pooling config says and give every depth of a model whose weights
@@ -147,7 +147,7 @@ class BertEncoder(_LeanEncoder):
         from safetensors import safe_open
         from tokenizers import Tokenizer
 
-        from workflow_scripts.biencoder.models import kept_layers
+        from workflow_scripts.biencoder.model.truncation import kept_layers
 
         folder = Path(folder)
         self.pooling, self.normalize = folder_pooling(folder)
@@ -241,15 +241,15 @@ class BertEncoder(_LeanEncoder):
 
 class AutoModelEncoder(_LeanEncoder):
     """transformers' AutoModel forward for any architecture of the layer registry, cut to
-    `depth` layers by `strategy` (biencoder/models.py), fp32."""
+    `depth` layers by `strategy` (biencoder/model/truncation.py), fp32."""
 
     def __init__(self, folder, *, depth: int | None = None, strategy: str = "top",
                  max_seq_length: int = 128, device: str = "cpu"):
         import torch
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-        from workflow_scripts.biencoder import architectures
-        from workflow_scripts.biencoder.models import kept_layers
+        from workflow_scripts.biencoder.model import architectures
+        from workflow_scripts.biencoder.model.truncation import kept_layers
 
         folder = Path(folder)
         self.pooling, self.normalize = folder_pooling(folder)
@@ -318,7 +318,7 @@ def load_encoder(folder_or_spec: str, *, depth: int | None = None, strategy: str
     AutoModel, else sentence-transformers; fp32, on CUDA when present (device None)."""
     import torch
 
-    from workflow_scripts.biencoder.models import resolve_model_path
+    from workflow_scripts.biencoder.model.truncation import resolve_model_path
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     path = Path(resolve_model_path(folder_or_spec))
@@ -329,7 +329,7 @@ def load_encoder(folder_or_spec: str, *, depth: int | None = None, strategy: str
                             max_seq_length=max_seq_length, device=device)
             except UnsupportedModel:
                 pass
-    from workflow_scripts.biencoder.models import load_trained, load_truncated
+    from workflow_scripts.biencoder.model.truncation import load_trained, load_truncated
 
     model = (load_truncated(folder_or_spec, strategy, depth, device=device) if depth
              else load_trained(path, device=device))

@@ -3,7 +3,7 @@
 coherence document, and the per-rule usage table. It reads those artifacts only, never
 another stage's code.
 
-CLI: python -m workflow_scripts.biencoder.report --stats-dir results/stats
+CLI: python -m workflow_scripts.biencoder.report.results --stats-dir results/stats
         [--latency-summary results/latency/summary.parquet
          --latency-ladder results/latency/ladder.parquet
          [--latency-coherence results/latency/coherence.json]]
@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.biencoder.markdown import fmt, interval, md_table, p_fmt
-from workflow_scripts.biencoder.report_compute import compute_section
+from workflow_scripts.biencoder.report.compute_section import compute_section
+from workflow_scripts.biencoder.report.markdown import fmt, interval, md_table, p_fmt
 from workflow_scripts.core import contracts
 from workflow_scripts.core.contracts import ALL
 

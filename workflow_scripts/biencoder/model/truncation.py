@@ -17,14 +17,14 @@ Dropping Layers of Pre-trained Transformer Models" ("Poor Man's BERT"):
              with them). The untrained "base" of every N is the full model.
 
 Where an architecture keeps its layers (and what else a cut must adjust) is looked up in
-biencoder/architectures.py; an architecture outside it is refused by its model_type.
+biencoder/model/architectures.py; an architecture outside it is refused by its model_type.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from workflow_scripts.biencoder import architectures
+from workflow_scripts.biencoder.model import architectures
 
 STRATEGIES = ("top", "bottom", "alternate", "freeze")
 
@@ -55,7 +55,7 @@ def resolve_model_path(spec: str) -> str:
 
 def load_truncated(spec: str, strategy: str, depth: int, *, device: str | None = None):
     """A SentenceTransformer of the base model reduced to `depth` layers by `strategy`, for
-    any architecture of the layer registry (biencoder/architectures.py). A hub id's config
+    any architecture of the layer registry (biencoder/model/architectures.py). A hub id's config
     is fetched here, at job time (the config check reads only configs on disk)."""
     from sentence_transformers import SentenceTransformer
     from transformers import AutoConfig

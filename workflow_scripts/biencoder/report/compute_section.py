@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workflow_scripts.biencoder.markdown import interval, md_table, p_fmt
+from workflow_scripts.biencoder.report.markdown import interval, md_table, p_fmt
 from workflow_scripts.core import contracts
 from workflow_scripts.core.contracts import ALL
 

@@ -1,0 +1,64 @@
+"""The config check the Snakefile runs: core's schemas, cross-key rules and defaults
+(core/configcheck.py), plus each study's checks of the config against what it names: the base
+model's layer count (the bi-encoder's layer registry) and the claims against the grid.
+
+The one module above core and the studies: core imports no study, so the composition lives
+here. Light imports only (json, importlib; the layer registry and the claims parser import
+nothing heavy), so `snakemake -n` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+from workflow_scripts.biencoder.model import architectures
+from workflow_scripts.core import configcheck
+
+
+def depth_errors(config: dict) -> list[str]:
+    """Depths beyond the base model's layer count, and an architecture outside the layer
+    registry, where its config.json is on disk (a `package:` model or a local folder); a
+    hub id is checked by its first job."""
+    spec = str(config["base_model"])
+    folder = Path(spec)
+    if spec.startswith("package:"):
+        try:  # the packages ship a model folder and import nothing heavy
+            folder = Path(importlib.import_module(spec.split(":", 1)[1]).get_model_path())
+        except (ImportError, AttributeError):
+            return []  # the jobs say what is wrong with the package
+    path = folder / "config.json"
+    try:
+        model_config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    try:  # each architecture names its layer count differently
+        n_layers = architectures.num_layers(model_config)
+    except architectures.UnsupportedArchitecture as e:
+        return [f"config key base_model: {spec} ({path}): {e}"]
+    return [f"config key depths[{i}]: {d} is more than the {n_layers} layers of base_model "
+            f"{spec} ({path})" for i, d in enumerate(config["depths"]) if d > n_layers]
+
+
+
+def claim_errors(config: dict) -> list[str]:
+    """The first problem of the claims against this config's grid (unknown arms, benchmarks
+    or metrics, missing margins, empty families), naming the claim id and key."""
+    from workflow_scripts.claims import spec
+
+    try:
+        spec.parse(config.get("claims", []), spec.grid_from_config(config))
+    except spec.ClaimError as e:
+        return [str(e)]
+    return []
+
+
+def check_config(config: dict) -> None:
+    """Raise ValueError listing every problem of `config` (each naming its key); on success
+    fill in the schemas' defaults."""
+    configcheck.check_config(config, wing_checks=(claim_errors, biencoder_errors))
+
+
+def biencoder_errors(config: dict) -> list[str]:
+    return depth_errors(config) if "recipes" in config else []
