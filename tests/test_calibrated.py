@@ -13,6 +13,7 @@ from scipy import stats
 
 from workflow_scripts.core import calibrated as cal
 from workflow_scripts.core import multibootstrap as mb
+from workflow_scripts.core import seed_planning
 
 # A [3 seeds, 4 examples] matrix small enough to check by hand.
 X = np.array([[0.2, 0.5, 0.9, 0.4],
@@ -191,7 +192,7 @@ def test_planner_uses_t_quantiles():
     rng = np.random.default_rng(6)
     x = 0.5 + rng.normal(0, 0.02, (3, 1)) + rng.normal(0, 0.2, (1, 400)) + rng.normal(
         0, 0.05, (3, 400))
-    plan = cal.seeds_needed(x, half_width=0.03, delta=0.02)
+    plan = seed_planning.seeds_needed(x, half_width=0.03, delta=0.02)
     z_plan = mb.seeds_needed(x, half_width=0.03, delta=0.02)
     comp = cal.variance_components(x)
     v_seed = comp["sigma2_seed"] + comp["sigma2_residual"] / 400
@@ -223,7 +224,7 @@ def test_planner_uses_t_quantiles():
         (lambda: cal.compare(X, X[:, :3]), "same examples"),
         (lambda: cal.compare(X, X, seeds_a=[1, 2, 3], seeds_b=[1, 2, 4]), "same seeds"),
         (lambda: cal.equivalence(X, X, epsilon=0), "epsilon must be a positive"),
-        (lambda: cal.seeds_needed(X), "half_width and/or delta"),
+        (lambda: seed_planning.seeds_needed(X), "half_width and/or delta"),
     ],
 )
 def test_bad_input(call, match):

@@ -34,7 +34,7 @@ from workflow_scripts.claims.latency import decide_latency
 from workflow_scripts.claims.onset import decide_onset
 from workflow_scripts.claims.spec import ALL_BENCHMARKS, Claim, Member, arm_label
 from workflow_scripts.core import calibrated as cal
-from workflow_scripts.core import intervals
+from workflow_scripts.core import intervals, seed_planning
 from workflow_scripts.core.contracts import BASE
 
 COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "test",
@@ -226,7 +226,7 @@ def seeds_needed(plan, ci: float) -> float:
         r = cal.compare(a, b, design=c.design, ci=ci, resample=c.resample, **c.kwargs)
     except ValueError:
         return math.nan
-    n = cal.seeds_for_margin(r.terms, margin, ci)
+    n = seed_planning.seeds_for_margin(r.terms, margin, ci)
     now = max((t.seeds for t in r.terms), default=0)
     return math.nan if n is None else float(max(n, now + 1))  # undecided now: more than now
 

@@ -35,21 +35,20 @@ keeps the coverage of a nominal 95% interval at 2 seed df within 94.2-96.3% what
 share, where Satterthwaite's falls to 92.2% and the generalized pivot (fiducial) interval
 rises to 97.6% (exact integration: `python bench/coverage.py --theory`; simulated designs:
 docs/coverage.md). With the seed part alone it is exactly Student's t with S - 1 df; p-values,
-the TOST and the seed planner use the same t.
+the TOST and the seed planner (seed_planning.py) use the same t.
 
 Imports numpy and scipy only, like multibootstrap.py, whose input checks it shares.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from workflow_scripts.core.bootstrap_engine import Arm
 from workflow_scripts.core.bootstrap_inputs import (
@@ -66,9 +65,8 @@ from workflow_scripts.core.bootstrap_inputs import (
 
 METHOD = "calibrated"
 __all__ = ["METHOD", "CalibratedEquivalence", "CalibratedResult", "Term", "calibrated_df",
-           "compare", "equivalence", "mean_interval", "satterthwaite", "seeds_for_margin",
-           "seeds_needed",
-           "variance_components", "variance_terms", "welch"]
+           "compare", "equivalence", "mean_interval", "satterthwaite", "t_half_width",
+           "total_variance", "variance_components", "variance_terms", "welch"]
 
 
 @dataclass(frozen=True)
@@ -159,7 +157,7 @@ def variance_terms(arms: list[Arm], resample: tuple[str, ...]) -> list[Term]:
     return terms
 
 
-def _variance(terms: Sequence[Term]) -> float:
+def total_variance(terms: Sequence[Term]) -> float:
     """Seed part + example part clipped at 0 (its true value is >= 0)."""
     seeds = sum(t.coef * t.ms for t in terms if t.part == "seeds")
     examples = sum(t.coef * t.ms for t in terms if t.part == "examples")
@@ -179,7 +177,7 @@ def satterthwaite(terms: Sequence[Term]) -> tuple[float, float]:
     The example part is dropped when it estimates below 0. When the example part nearly
     cancels, the formula's df collapses towards 0 (its terms are large, their net tiny); the
     df is kept at least the seed terms' smallest, as if the example part were known."""
-    var = _variance(terms)
+    var = total_variance(terms)
     examples = sum(t.coef * t.ms for t in terms if t.part == "examples")
     _, df = _combine([t for t in terms if t.part == "seeds" or examples > 0])
     seed_dfs = [t.df for t in terms if t.part == "seeds"]
@@ -216,10 +214,10 @@ def calibrated_df(terms: Sequence[Term]) -> float:
     if not seed > 0:
         return satterthwaite(examples)[1] if examples else math.inf
     df_seed = next(t.df for t in terms if t.part == "seeds")
-    return min([df_seed * _variance(terms) / seed, *(t.df for t in examples)])
+    return min([df_seed * total_variance(terms) / seed, *(t.df for t in examples)])
 
 
-def _half_width(var: float, df: float, ci: float) -> float:
+def t_half_width(var: float, df: float, ci: float) -> float:
     # special.stdtrit / stdtr are t's quantile and cdf without scipy.stats' per-call overhead
     return float(special.stdtrit(df, (1 + ci) / 2)) * math.sqrt(var) if var > 0 else 0.0
 
@@ -251,8 +249,8 @@ def _fit(arms, keys, design, ci, resample) -> dict:
     check_sizes(arms, resample)
     estimate = float(sum(a.sign * np.mean([blk.mean() for blk in a.blocks]) for a in arms))
     terms = tuple(variance_terms(arms, resample))
-    var, df = _variance(terms), calibrated_df(terms)
-    h = _half_width(var, df, ci)
+    var, df = total_variance(terms), calibrated_df(terms)
+    h = t_half_width(var, df, ci)
     return {"estimate": estimate, "ci_low": estimate - h, "ci_high": estimate + h,
             "se": math.sqrt(var), "df": df, "design": design, "resample": resample,
             "ci": float(ci), "terms": terms,
@@ -309,31 +307,6 @@ def equivalence(a, b, *, epsilon: float, design: str = "paired", alpha: float = 
                                  equivalent=bool(p < alpha), **fit)
 
 
-# ---------------------------------------------------------------------------------------
-# Planning
-# ---------------------------------------------------------------------------------------
-def seeds_for_margin(terms: Sequence[Term], margin: float, ci: float = 0.95) -> int | None:
-    """Seeds per random-seed arm at which an estimate with these variance terms (a result's
-    `terms`) gets a calibrated t half-width of at most `margin`, the examples as they are:
-    what would settle a test whose estimate lies `margin` from its threshold.
-    Seed and residual terms scale as seeds / n (their df with n); None when the example
-    part alone keeps it wider, or no term depends on the seeds."""
-    check_open_unit("ci", ci)
-    if not (math.isfinite(margin) and margin > 0) or not any(t.seeds for t in terms):
-        return None
-
-    def at(n: int) -> list[Term]:
-        return [t if not t.seeds else dataclasses.replace(
-            t, coef=t.coef * t.seeds / n, seeds=n,
-            df=(n - 1) * (t.df / (t.seeds - 1) if t.seeds > 1 else 1.0)) for t in terms]
-
-    def enough(n: int) -> bool:
-        scaled = at(n)
-        return _half_width(_variance(scaled), calibrated_df(scaled), ci) <= margin
-
-    return _fewest_seeds(enough)
-
-
 def variance_components(scores) -> dict[str, float]:
     """Two-way crossed random-effects ANOVA of [seeds, examples] (runs averaged).
 
@@ -351,68 +324,3 @@ def variance_components(scores) -> dict[str, float]:
         "sigma2_example": max(0.0, (ms_ex - ms_res) / n_s),
         "sigma2_residual": ms_res,
     }
-
-
-_MAX_SEEDS = 100_000  # the planner's search range; beyond it the answer is "not reachable"
-
-
-def _fewest_seeds(enough) -> int | None:
-    """Smallest n in [2, _MAX_SEEDS] with enough(n), for enough monotone in n; else None."""
-    if not enough(_MAX_SEEDS):
-        return None
-    low, high = 1, _MAX_SEEDS  # enough(high) holds; n = low is below the range
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (low, mid) if enough(mid) else (mid, high)
-    return high
-
-
-def seeds_needed(scores, *, half_width: float | None = None, delta: float | None = None,
-                 power: float = 0.8, alpha: float = 0.05, ci: float = 0.95) -> dict[str, Any]:
-    """Seeds for a target CI half-width and/or to detect delta, with t quantiles.
-
-    With n seeds on these E examples, Var(mean) = v_seed / n + v_ex, where
-    v_seed = sigma2_seed + sigma2_residual / E and v_ex = sigma2_example / E, and the interval
-    is the calibrated t of those two parts (n - 1 and E - 1 df, `calibrated_df`): the smallest
-    n whose half-width t * sqrt(Var) <= half_width; None if v_ex alone keeps it wider.
-    delta: seeds per arm for two arms with independent seeds on the same examples (example
-    effects cancel), two-sided level alpha, Welch df 2 (n - 1): smallest n with
-    (t_{1-alpha/2} + t_power) sqrt(2 v_seed / n) <= |delta|. Both at least 2.
-    half_width_now is the calibrated interval's at the seeds given.
-    """
-    if half_width is None and delta is None:
-        raise ValueError("give half_width and/or delta")
-    if half_width is not None and not (math.isfinite(half_width) and half_width > 0):
-        raise ValueError(f"half_width must be a positive number; got {half_width!r}")
-    if delta is not None and not (math.isfinite(delta) and delta != 0):
-        raise ValueError(f"delta must be a non-zero number; got {delta!r}")
-    for name, value in (("power", power), ("alpha", alpha), ("ci", ci)):
-        check_open_unit(name, value)
-    comp = variance_components(scores)
-    n_s, n_e = as_block(scores, "scores").shape
-    v_seed = comp["sigma2_seed"] + comp["sigma2_residual"] / n_e
-    v_ex = comp["sigma2_example"] / n_e
-    now = mean_interval(scores, ci=ci)
-    out: dict[str, Any] = {
-        "n_seeds": n_s, "n_examples": n_e, **comp,
-        "half_width_now": (now.ci_high - now.ci_low) / 2,
-        "seeds_for_half_width": None, "seeds_for_delta": None,
-    }
-    t = stats.t.ppf
-    if half_width is not None:
-
-        def half_width_at(n: int) -> float:
-            parts = [Term("seed part", "seeds", 1.0, v_seed / n, n - 1),
-                     Term("example part", "examples", 1.0, v_ex, n_e - 1)]
-            return _half_width(_variance(parts), calibrated_df(parts), ci)
-
-        out["seeds_for_half_width"] = _fewest_seeds(lambda n: half_width_at(n) <= half_width)
-    if delta is not None:
-
-        def detects(n: int) -> bool:
-            df = 2 * (n - 1)  # Welch's df for two arms of n seeds with equal variances
-            return (t(1 - alpha / 2, df) + t(power, df)) * math.sqrt(2 * v_seed / n) <= abs(
-                delta)
-
-        out["seeds_for_delta"] = _fewest_seeds(detects)
-    return out

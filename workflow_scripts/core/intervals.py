@@ -17,6 +17,7 @@ from typing import Any
 
 from workflow_scripts.core import calibrated as cal
 from workflow_scripts.core import multibootstrap as mb
+from workflow_scripts.core import seed_planning
 
 INTERVALS = ("calibrated", "multibootstrap")
 JOINT, SEEDS_ONLY, EXAMPLES_ONLY = ("seeds", "examples"), ("seeds",), ("examples",)
@@ -85,5 +86,5 @@ def equivalence(a, b, *, method: str, epsilon: float, design: str, alpha: float,
 def seeds_needed(scores, *, method: str, **targets) -> dict[str, Any]:
     """The seed planner matching the method: t quantiles (calibrated) or normal ones."""
     _check(method)
-    planner = cal.seeds_needed if method == "calibrated" else mb.seeds_needed
+    planner = seed_planning.seeds_needed if method == "calibrated" else mb.seeds_needed
     return planner(scores, **targets)

@@ -1,0 +1,111 @@
+"""Seed planning from the calibrated interval (core/calibrated.py): how many seeds per arm
+would give a target half-width, settle a test whose estimate lies a margin from its
+threshold, or detect a difference. Every answer is the calibrated t of the variance terms
+rescaled to n seeds; None where the examples alone keep the interval too wide.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from scipy import stats
+
+from workflow_scripts.core.bootstrap_inputs import as_block, check_open_unit
+from workflow_scripts.core.calibrated import (
+    Term,
+    calibrated_df,
+    mean_interval,
+    t_half_width,
+    total_variance,
+    variance_components,
+)
+
+
+def seeds_for_margin(terms: Sequence[Term], margin: float, ci: float = 0.95) -> int | None:
+    """Seeds per random-seed arm at which an estimate with these variance terms (a result's
+    `terms`) gets a calibrated t half-width of at most `margin`, the examples as they are:
+    what would settle a test whose estimate lies `margin` from its threshold.
+    Seed and residual terms scale as seeds / n (their df with n); None when the example
+    part alone keeps it wider, or no term depends on the seeds."""
+    check_open_unit("ci", ci)
+    if not (math.isfinite(margin) and margin > 0) or not any(t.seeds for t in terms):
+        return None
+
+    def at(n: int) -> list[Term]:
+        return [t if not t.seeds else dataclasses.replace(
+            t, coef=t.coef * t.seeds / n, seeds=n,
+            df=(n - 1) * (t.df / (t.seeds - 1) if t.seeds > 1 else 1.0)) for t in terms]
+
+    def enough(n: int) -> bool:
+        scaled = at(n)
+        return t_half_width(total_variance(scaled), calibrated_df(scaled), ci) <= margin
+
+    return _fewest_seeds(enough)
+
+
+_MAX_SEEDS = 100_000  # the planner's search range; beyond it the answer is "not reachable"
+
+
+def _fewest_seeds(enough) -> int | None:
+    """Smallest n in [2, _MAX_SEEDS] with enough(n), for enough monotone in n; else None."""
+    if not enough(_MAX_SEEDS):
+        return None
+    low, high = 1, _MAX_SEEDS  # enough(high) holds; n = low is below the range
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return high
+
+
+def seeds_needed(scores, *, half_width: float | None = None, delta: float | None = None,
+                 power: float = 0.8, alpha: float = 0.05, ci: float = 0.95) -> dict[str, Any]:
+    """Seeds for a target CI half-width and/or to detect delta, with t quantiles.
+
+    With n seeds on these E examples, Var(mean) = v_seed / n + v_ex, where
+    v_seed = sigma2_seed + sigma2_residual / E and v_ex = sigma2_example / E, and the interval
+    is the calibrated t of those two parts (n - 1 and E - 1 df, `calibrated_df`): the smallest
+    n whose half-width t * sqrt(Var) <= half_width; None if v_ex alone keeps it wider.
+    delta: seeds per arm for two arms with independent seeds on the same examples (example
+    effects cancel), two-sided level alpha, Welch df 2 (n - 1): smallest n with
+    (t_{1-alpha/2} + t_power) sqrt(2 v_seed / n) <= |delta|. Both at least 2.
+    half_width_now is the calibrated interval's at the seeds given.
+    """
+    if half_width is None and delta is None:
+        raise ValueError("give half_width and/or delta")
+    if half_width is not None and not (math.isfinite(half_width) and half_width > 0):
+        raise ValueError(f"half_width must be a positive number; got {half_width!r}")
+    if delta is not None and not (math.isfinite(delta) and delta != 0):
+        raise ValueError(f"delta must be a non-zero number; got {delta!r}")
+    for name, value in (("power", power), ("alpha", alpha), ("ci", ci)):
+        check_open_unit(name, value)
+    comp = variance_components(scores)
+    n_s, n_e = as_block(scores, "scores").shape
+    v_seed = comp["sigma2_seed"] + comp["sigma2_residual"] / n_e
+    v_ex = comp["sigma2_example"] / n_e
+    now = mean_interval(scores, ci=ci)
+    out: dict[str, Any] = {
+        "n_seeds": n_s, "n_examples": n_e, **comp,
+        "half_width_now": (now.ci_high - now.ci_low) / 2,
+        "seeds_for_half_width": None, "seeds_for_delta": None,
+    }
+    t = stats.t.ppf
+    if half_width is not None:
+
+        def half_width_at(n: int) -> float:
+            parts = [Term("seed part", "seeds", 1.0, v_seed / n, n - 1),
+                     Term("example part", "examples", 1.0, v_ex, n_e - 1)]
+            return t_half_width(total_variance(parts), calibrated_df(parts), ci)
+
+        out["seeds_for_half_width"] = _fewest_seeds(lambda n: half_width_at(n) <= half_width)
+    if delta is not None:
+
+        def detects(n: int) -> bool:
+            df = 2 * (n - 1)  # Welch's df for two arms of n seeds with equal variances
+            return (t(1 - alpha / 2, df) + t(power, df)) * math.sqrt(2 * v_seed / n) <= abs(
+                delta)
+
+        out["seeds_for_delta"] = _fewest_seeds(detects)
+    return out
