@@ -12,6 +12,11 @@ CLAIM_FIGURES = [
     f"results/figures/claims.{fmt}" for fmt in config["figures"]["formats"]
 ]
 CLAIM_OUTPUTS = ["results/claims.parquet", "results/claims.md", *CLAIM_FIGURES]
+# Rule -> its job's benchmark, for the usage table (rules/report.smk).
+CLAIMS_BENCHMARKS = {
+    "claims": [bench("results/claims.parquet")],
+    "claims_figure": [bench(CLAIM_FIGURES[0])],
+}
 
 
 localrules:
@@ -28,6 +33,8 @@ rule claims:
         md="results/claims.md",
     log:
         "logs/claims/claims.log",
+    benchmark:
+        CLAIMS_BENCHMARKS["claims"][0]
     conda:
         CONDA_ENV
     params:
@@ -50,6 +57,8 @@ rule claims_figure:
         ],
     log:
         "logs/claims/figure.log",
+    benchmark:
+        CLAIMS_BENCHMARKS["claims_figure"][0]
     conda:
         CONDA_ENV
     shell:

@@ -64,12 +64,16 @@ LADDER_STANDALONE = (
     if LADDER["crosscheck"]
     else []
 )
+# The figure in every figures.formats (the config check fills it in for a ladder-only config).
+LADDER_FIGURES = [
+    f"results/figures/depth_ladder.{fmt}" for fmt in config["figures"]["formats"]
+]
 LADDER_OUTPUTS = [
     "results/ladder/table.parquet",
     "results/ladder/comparisons.parquet",
     "results/ladder/crosscheck.parquet",
     "results/ladder/identity.json",
-    "results/figures/depth_ladder.png",
+    *LADDER_FIGURES,
     "results/ladder/summary.md",
 ]
 # Rule -> its jobs' benchmarks, one per job, each named after the job's first output (for a
@@ -90,7 +94,7 @@ LADDER_BENCHMARKS = {
     ],
     "ladder_identity": [bench("results/ladder/identity.json")],
     "ladder_stats": [bench("results/ladder/table.parquet")],
-    "ladder_figure": [bench("results/figures/depth_ladder.png")],
+    "ladder_figure": [bench(LADDER_FIGURES[0])],
     "ladder_summary": [bench("results/ladder/summary.md")],
 }
 
@@ -270,15 +274,14 @@ rule ladder_figure:
         table="results/ladder/table.parquet",
         code=code("ladder.report"),
     output:
-        report(
-            "results/figures/depth_ladder.png",
-            caption="../docs/report/depth_ladder.rst",
-            category="Ladder",
-        ),
+        [
+            report(p, caption="../docs/report/depth_ladder.rst", category="Ladder")
+            for p in LADDER_FIGURES
+        ],
     log:
         "logs/ladder/figure.log",
     benchmark:
-        bench("results/figures/depth_ladder.png")
+        bench(LADDER_FIGURES[0])
     conda:
         CONDA_ENV
     resources:

@@ -1,10 +1,13 @@
 # Report: results/RESULTS.md with every number generated; `snakemake --report` adds the
 # figures registered in figures.smk. The usage rule sums every job's Snakemake benchmark
-# (wall time, peak memory) per rule for the report's cost table.
+# (wall time, peak memory) per rule for the report's cost table; usage and report are
+# measured too, but run after that table, so their files stand beside it.
 
 USAGE = biencoder_benchmarks()
 if HAS_LADDER:
     USAGE.update(LADDER_BENCHMARKS)
+if HAS_CLAIMS:
+    USAGE.update(CLAIMS_BENCHMARKS)
 
 
 rule usage:
@@ -15,6 +18,8 @@ rule usage:
         "results/usage.parquet",
     log:
         "logs/report/usage.log",
+    benchmark:
+        bench("results/usage.parquet")
     conda:
         CONDA_ENV
     params:
@@ -52,6 +57,8 @@ rule report:
         ),
     log:
         "logs/report/results.log",
+    benchmark:
+        bench("results/RESULTS.md")
     conda:
         CONDA_ENV
     params:

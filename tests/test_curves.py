@@ -150,13 +150,14 @@ def test_figure_and_report_section_read_the_curve_tables(tmp_path):
                                    ("curves", "curves_change", "curves_onset")))
     assert "## Learning curves of ndcg@10" in text and "step 0 (base)" in text
     row = next(line for line in text.splitlines() if line.startswith("| r | top | 2 | all"))
-    assert "| 40 | [40, 40] | 1.000 |" in row
+    assert "| 30 | 40 [40, 40] | 1.000 |" in row
     mono = tmp_path / "mono"
     _run(mono, MONOTONE)
     text = report.curves_section(*(contracts.read_stats(mono / "stats", n) for n in
                                    ("curves", "curves_change", "curves_onset")))
     row = next(line for line in text.splitlines() if line.startswith("| r | top | 2 | all"))
-    assert "| 80 | none | [none, none] | 0.000 | 80 → 80 | 0.0000 [0.0000, 0.0000] | – |" in row
+    assert ("| 80 | no onset [no onset, no onset] | 0.000 | 80 → 80 | 0.0000 [0.0000, 0.0000] "
+            "| – |") in row
 
 
 # ---------------------------------------------------------------------------------------
@@ -208,12 +209,12 @@ def test_onset_claims_on_a_monotone_curve(tmp_path, claim, expected):
     assert row["verdict"] == expected and np.isnan(row["estimate"])
 
 
-def test_onset_claim_markdown_states_steps_and_none(tmp_path):
+def test_onset_claim_markdown_states_steps_and_no_onset(tmp_path):
     from workflow_scripts.claims import render
 
     _run(tmp_path, MONOTONE)
     row = _decide_onset(tmp_path, {"test": "no_decline"})
-    assert render.estimate_text(row.to_dict()) == "none [∞, ∞]"
+    assert render.estimate_text(row.to_dict()) == "no onset [no onset, no onset]"
     assert render.threshold_text("after", 40.0, None) == "onset ≥ step 40"
 
 

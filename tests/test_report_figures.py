@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from workflow_scripts.biencoder.latency import coherence
-from workflow_scripts.biencoder.report import figures
+from workflow_scripts.biencoder.report import figures, latency_section
 from workflow_scripts.biencoder.report import results as report
 from workflow_scripts.core import contracts
 
@@ -129,7 +129,7 @@ def test_latency_section_reads_the_ladder_and_the_fit(tmp_path):
     assert line in md
     # Without coherence.json the report fits the ladder itself, to the same bits.
     ladder = pd.read_parquet(paths["latency_ladder"])
-    assert report.ladder_fit(ladder) == fit
+    assert latency_section.ladder_fit(ladder) == fit
     no_json = {k: v for k, v in paths.items() if k != "latency_coherence"}
     assert report.build(tmp_path, **no_json) == md
     with pytest.raises(ValueError, match="both"):

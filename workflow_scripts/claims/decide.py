@@ -6,7 +6,7 @@ both interval methods serve every kind:
   difference            metric(b) - metric(a), designed as the stats stage does (paired on
                         shared seeds; single-baseline when a side has one seed, that side
                         fixed and a caveat on its row; else unpaired)
-  mean                  metric(b) against a fixed arm of zeros
+  mean                  metric(b) against a fixed arm of zeros (design "one arm (mean)")
   difference_of_diffs   (b - a) on one benchmark minus on another: the stratified mean of the
                         two benchmarks' arrays scaled by +2 and -2 (the stratified mean is
                         their unweighted mean, so this is exactly the signed sum)
@@ -190,7 +190,9 @@ def decide_member(m: Member, data: Data, options: Options) -> dict:
     above, below = (m.epsilon, -m.epsilon) if m.test == "equivalent" else (at, at)
     g = _compare(c, opts, "greater", above, threads, rho)
     less = _compare(c, opts, "less", below, threads, rho)
-    row = {"interval": g["interval"], "design": c.design, "resample": g["resample"],
+    # A mean is tested as single-baseline against zeros; what a reader needs is "one arm".
+    design = "one arm (mean)" if m.a is None else c.design
+    row = {"interval": g["interval"], "design": design, "resample": g["resample"],
            "ci": opts["ci"], "caveats": "; ".join(c.caveats), "estimate": g["estimate"],
            "ci_low": g["ci_low"], "ci_high": g["ci_high"], "mb_ci_low": g["mb_ci_low"],
            "mb_ci_high": g["mb_ci_high"]}

@@ -32,7 +32,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from workflow_scripts.claims import VERDICTS  # noqa: E402
-from workflow_scripts.core import contracts  # noqa: E402
+from workflow_scripts.core import contracts, notation  # noqa: E402
 
 REQUIRED = ("claim", "statement", "row", "member", "test", "threshold", "epsilon", "estimate",
             "ci_low", "ci_high", "ci", "interval", "verdict")
@@ -45,7 +45,7 @@ FOOTER_IN = 0.3
 
 
 # ---------------------------------------------------------------------------------------
-# Small formatters (the report stage's conventions, not its code: stages share no internals)
+# Small formatters (the report's notation: core/notation.py)
 # ---------------------------------------------------------------------------------------
 def _num(x) -> float:
     """x as a float, NaN for None / missing / non-numeric."""
@@ -62,33 +62,31 @@ def _text(x) -> str:
     return str(x)
 
 
-def fmt(x, digits: int = 4) -> str:
-    """A number with `digits` decimals (report.py's fmt); "–" for missing, "∞" for infinity."""
-    x = _num(x)
-    if math.isnan(x):
-        return "–"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    return f"{x:.{digits}f}"
-
-
-def interval(est, lo, hi, digits: int = 4) -> str:
-    """'0.1234 [0.1000, 0.1500]'; the estimate alone if there is no interval."""
-    if math.isnan(_num(lo)) and math.isnan(_num(hi)):
-        return fmt(est, digits)
-    return f"{fmt(est, digits)} [{fmt(lo, digits)}, {fmt(hi, digits)}]"
+fmt = notation.num  # every number as the report prints it (core/notation.py)
+interval = notation.interval  # '0.1234 [0.1000, 0.1500]'; the estimate alone without one
 
 
 ONSET_TESTS = ("after", "before", "no_decline")
 
 
 def estimate_text(rec: dict) -> str:
-    """The estimate and its CI; an onset in whole steps, "none" where the curve never
-    declines."""
+    """The estimate and its CI; an onset in steps, "no onset" where the curve never declines
+    (as RESULTS.md's learning curves write it)."""
     if _text(rec.get("test")) in ONSET_TESTS:
-        est = "none" if math.isnan(_num(rec.get("estimate"))) else fmt(rec["estimate"], 0)
-        return f"{est} [{fmt(rec.get('ci_low'), 0)}, {fmt(rec.get('ci_high'), 0)}]"
+        return notation.onset_interval(rec.get("estimate"), rec.get("ci_low"),
+                                       rec.get("ci_high"))
     return interval(rec["estimate"], rec["ci_low"], rec["ci_high"])
+
+
+def method_text(rec: dict) -> str:
+    """The interval that decided the row, '95% calibrated'; "–" where none did (the latency
+    coherence checks)."""
+    level, method = _num(rec.get("ci")), _text(rec.get("interval"))
+    if not method or (math.isnan(_num(rec.get("ci_low")))
+                      and math.isnan(_num(rec.get("ci_high")))):
+        return notation.MISSING
+    name = contracts.INTERVAL_NAMES.get(method, method)
+    return f"{contracts.ci_label(level)} {name}" if math.isfinite(level) else name
 
 
 def _cell(x) -> str:
@@ -117,9 +115,9 @@ def threshold_text(test, threshold, epsilon) -> str:
     if test == "coherent":
         return "coherence checks"
     if test in ("after", "before"):
-        return f"onset {'≥' if test == 'after' else '<'} step {fmt(threshold, 0)}"
+        return f"onset {'≥' if test == 'after' else '<'} step {notation.step(threshold)}"
     if test == "no_decline":
-        return "no onset"
+        return notation.NO_ONSET
     return test or "–"
 
 
@@ -193,11 +191,12 @@ def caption(claims: list[dict]) -> str:
 def rules_text(claims: list[dict]) -> str:
     alphas = sorted({a for a in (_num(c.get("alpha")) for c in claims) if math.isfinite(a)})
     alpha = " / ".join(f"{a:.4g}" for a in alphas)
-    what = caption(claims)
     return (
         "Each claim is a one-sided test at level α = (1 − CI level)/2"
-        + (f" (α = {alpha}" + (f", {what} CI" if what else "") + ")" if alpha else "")
-        + ", so a claim with one member is decided exactly when its CI excludes the threshold. "
+        + (f" (α = {alpha})" if alpha else "")
+        + ", so a claim with one member is decided exactly when its CI excludes the threshold; "
+        "column `CI` names the level and the interval method that decided it (the ladder's "
+        "claims use `ladder.stats`, latency ratios a bootstrap of the profiling rounds). "
         "A claim over several members (a family) is Holm-corrected across them; the member "
         "shown decided it. `equivalent` claims are decided by TOST (|δ| < ε), `consistent` "
         "claims hold when the published value lies inside the CI, and `coherent` claims by "
@@ -218,22 +217,22 @@ def markdown(table: pd.DataFrame) -> str:
         return "\n".join(out)
     out.append(rules_text(claims) + "\n")
     rows = [[_text(c["claim"]), _text(c["statement"]), f"**{_text(c['verdict'])}**",
-             _text(c.get("member")) or "–", estimate_text(c),
+             _text(c.get("member")) or "–", estimate_text(c), method_text(c),
              threshold_text(c["test"], c["threshold"], c["epsilon"]), decisive_p(c), notes(c)]
             for c in claims]
     out.append(md_table(rows, ["claim", "statement", "verdict", "decided by", "estimate [CI]",
-                               "threshold", "p (Holm)", "notes"]) + "\n")
+                               "CI", "threshold", "p (Holm)", "notes"]) + "\n")
     for c in claims:
         members = members_of(table, c["claim"])
         if len(members) <= 1:
             continue
-        rows = [[_text(m.get("member")), estimate_text(m),
+        rows = [[_text(m.get("member")), estimate_text(m), method_text(m),
                  _text(m.get("verdict")), fmt(m.get("p_support_holm")),
                  fmt(m.get("p_refute_holm")), _text(m.get("design")) or "–",
                  _text(m.get("caveats")) or "–"] for m in members]
         # Blank lines around the table: GitHub renders markdown inside <details> only then.
         out.append(f"<details><summary>{_text(c['claim'])}: members</summary>\n\n"
-                   + md_table(rows, ["member", "estimate [CI]", "verdict", "p_support_holm",
+                   + md_table(rows, ["member", "estimate [CI]", "CI", "verdict", "p_support_holm",
                                      "p_refute_holm", "design", "caveats"])
                    + "\n\n</details>\n")
     return "\n".join(out)

@@ -1,7 +1,10 @@
 """The ladder's figure (accuracy vs k, CI bands, one panel per config) and its markdown
 summary (the fragment the report rule pastes into results/RESULTS.md).
 
-CLI: python -m workflow_scripts.ladder.report figure --table T.parquet --out F.png
+Accuracy is a fraction (0.904), as in the claims and the rest of the report
+(core/notation.py).
+
+CLI: python -m workflow_scripts.ladder.report figure --table T.parquet --out F.png [F.pdf ...]
      python -m workflow_scripts.ladder.report summary --table T --comparisons C \
         --crosscheck X --identity I.json --out summary.md
 """
@@ -10,12 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pandas as pd
 
+from workflow_scripts.core import notation
 from workflow_scripts.core.contracts import (
     WHY_THEY_DIFFER,
     atomic_path,
+    ci_level,
     interval_name,
     shows_reference,
     write_text,
@@ -25,7 +31,8 @@ LABELS = {"bp": "BP", "fa": "FA", "dfa": "DFA"}
 COLORS = {"bp": "C0", "fa": "C1", "dfa": "C2"}
 
 
-def figure(table: pd.DataFrame, out) -> None:
+def figure(table: pd.DataFrame, outs) -> None:
+    """Draw the ladder and save it to every path in `outs` (format from the suffix)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -47,17 +54,23 @@ def figure(table: pd.DataFrame, out) -> None:
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("test accuracy")
     axes[0][-1].legend(loc="best", fontsize=8)
-    ci = table.ci.iloc[0]
-    fig.suptitle(f"Depth ladder: mean over seeds, {ci:.0%} {interval_name(table)} CI",
+    fig.suptitle(f"Depth ladder: mean over seeds, {ci_level(table)} {interval_name(table)} CI",
                  fontsize=10)
     fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, format="png", dpi=150)
+    for out in [outs] if isinstance(outs, (str, Path)) else outs:
+        fmt = Path(out).suffix.lstrip(".")
+        with atomic_path(out) as tmp:  # no dates in the PDF/SVG: reruns are byte-identical
+            fig.savefig(tmp, format=fmt, dpi=150,
+                        metadata={"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt))
     plt.close(fig)
 
 
-def _pct(x) -> str:
-    return f"{100 * x:.1f}"
+def _num(x) -> str:
+    return notation.num(x, 4)
+
+
+def _ci(lo, hi) -> str:
+    return f"[{_num(lo)}, {_num(hi)}]"
 
 
 def _md(df: pd.DataFrame) -> str:
@@ -68,29 +81,27 @@ def _md(df: pd.DataFrame) -> str:
 
 
 def summary(table, comps, cross, identity: dict) -> str:
-    ci = f"{table.ci.iloc[0]:.0%}"
+    ci = ci_level(table)
     nboot = int(table.nboot.iloc[0])
     t = pd.DataFrame({
         "config": table.config, "method": table.method.map(LABELS), "k": table.k,
-        "accuracy % (mean ± std)": [f"{_pct(m)} ± {_pct(s)}" for m, s in
-                                    zip(table["mean"], table["std"], strict=True)],
+        "accuracy (mean ± std)": [f"{_num(m)} ± {_num(s)}" for m, s in
+                                  zip(table["mean"], table["std"], strict=True)],
         f"{ci} {interval_name(table)} CI": [
-            f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(table.ci_low, table.ci_high,
-                                                          strict=True)],
-        "Multi-Bootstrap": [f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in
+            _ci(lo, hi) for lo, hi in zip(table.ci_low, table.ci_high, strict=True)],
+        "Multi-Bootstrap": [_ci(lo, hi) for lo, hi in
                             zip(table.mb_ci_low, table.mb_ci_high, strict=True)],
-        "train acc %": table.train_accuracy.map(_pct), "seeds": table.n_seeds,
+        "train accuracy": table.train_accuracy.map(_num), "seeds": table.n_seeds,
     })
     c = pd.DataFrame({
         "config": comps.config, "method": comps.method.map(LABELS),
         "contrast": [f"**{x}** (k=L)" if f else x for x, f in
                      zip(comps.contrast, comps.full, strict=True)],
-        "Δ acc (points)": comps.estimate.map(lambda x: f"{100 * x:+.1f}"),
+        "Δ accuracy": comps.estimate.map(_num),
         f"{ci} {interval_name(comps)} CI": [
-            f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" for lo, hi in zip(comps.ci_low, comps.ci_high,
-                                                                    strict=True)],
-        "p (Δ ≤ 0)": comps.p_value.map(lambda p: f"{p:.4f}"),
-        "Multi-Bootstrap": [f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" for lo, hi in
+            _ci(lo, hi) for lo, hi in zip(comps.ci_low, comps.ci_high, strict=True)],
+        "p (Δ ≤ 0)": comps.p_value.map(_num),
+        "Multi-Bootstrap": [_ci(lo, hi) for lo, hi in
                             zip(comps.mb_ci_low, comps.mb_ci_high, strict=True)],
     })
     if not shows_reference(table):  # the main interval is the Multi-Bootstrap already
@@ -99,7 +110,7 @@ def summary(table, comps, cross, identity: dict) -> str:
         "## Depth ladder",
         "",
         "Last k of L residual blocks trainable (the rest frozen at random init; embedding, "
-        "out_ln and out_head always trained). Test accuracy in %, mean ± std (ddof 1) over "
+        "out_ln and out_head always trained). Test accuracy (a fraction), mean ± std (ddof 1) over "
         f"seeds; CIs are {ci} {interval_name(table)} intervals over seeds × test examples"
         + (", with the Multi-Bootstrap percentile interval "
            f"({nboot} draws) beside them. {WHY_THEY_DIFFER}" if shows_reference(table) else
@@ -147,9 +158,9 @@ def crosscheck_table(cross: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({"note": ["no standalone runs"]})
     g = cross.groupby(["config", "kind"], sort=False)
     return pd.DataFrame({
-        "ladder acc %": g.ladder_accuracy.mean().map(_pct),
-        "standalone acc %": g.standalone_accuracy.mean().map(_pct),
-        "max abs Δ (points)": g.difference.apply(lambda d: f"{100 * d.abs().max():.2f}"),
+        "ladder accuracy": g.ladder_accuracy.mean().map(_num),
+        "standalone accuracy": g.standalone_accuracy.mean().map(_num),
+        "max abs Δ": g.difference.apply(lambda d: _num(d.abs().max())),
         "same predictions (min over seeds)": g.same_predictions.min().map(lambda x: f"{x:.3f}"),
         "seeds": g.seed.count(),
     }).reset_index()
@@ -160,7 +171,7 @@ def main(argv=None) -> None:
     sub = p.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("figure")
     f.add_argument("--table", required=True)
-    f.add_argument("--out", required=True)
+    f.add_argument("--out", nargs="+", required=True, help="one file per format (png/pdf/svg)")
     s = sub.add_parser("summary")
     for name in ("table", "comparisons", "crosscheck", "identity", "out"):
         s.add_argument(f"--{name}", required=True)

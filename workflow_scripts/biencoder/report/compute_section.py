@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workflow_scripts.biencoder.report.markdown import interval, md_table, p_fmt
+from workflow_scripts.biencoder.report.markdown import ci_cell, interval, md_table, p_fmt
 from workflow_scripts.core import contracts
 from workflow_scripts.core.contracts import ALL
 
@@ -79,7 +79,7 @@ def comparison_rows(ci: pd.DataFrame, comp: pd.DataFrame, compute: pd.DataFrame
             f"per depth ({contracts.PER_DEPTH_REFERENCE})": interval(*means.loc[a, _CI]),
             "train once": interval(*means.loc[b, _CI]),
             delta: interval(r.estimate, r.ci_low, r.ci_high), "p": p_fmt(r.p_value),
-            "Multi-Bootstrap CI": f"[{r.mb_ci_low:.4f}, {r.mb_ci_high:.4f}]",
+            "Multi-Bootstrap CI": ci_cell(r.mb_ci_low, r.mb_ci_high),
             "p (MB)": p_fmt(r.mb_p_value),
             "cost per depth": _cost(cost.loc[a]) if a in cost.index else "–",
             "cost train once": _cost(cost.loc[b]) if b in cost.index else "–",

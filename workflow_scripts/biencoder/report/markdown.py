@@ -1,20 +1,14 @@
-"""Markdown helpers of the report stage (biencoder/report/results.py and its sections)."""
+"""Markdown helpers of the report stage (biencoder/report/results.py and its sections). Every
+number goes through core/notation.py, the notation the claims and the ladder's summary share."""
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
+from workflow_scripts.core import notation
 
-def fmt(x, digits: int = 4) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, float):
-        return f"{x:.{digits}f}"
-    return str(x)
+fmt = notation.cell  # a table cell: floats with the precision that shows them
+interval = notation.interval  # '0.1234 [0.1000, 0.1500]'
 
 
 def md_table(df: pd.DataFrame, digits: int = 4) -> str:
@@ -25,9 +19,10 @@ def md_table(df: pd.DataFrame, digits: int = 4) -> str:
     return "\n".join(lines)
 
 
-def interval(est, lo, hi, digits: int = 4) -> str:
-    return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
 def p_fmt(p) -> str:
-    return "–" if p is None or (isinstance(p, float) and math.isnan(p)) else f"{p:.4f}"
+    return notation.num(p, 4)
+
+
+def ci_cell(lo, hi, digits: int = 4) -> str:
+    """'[0.1000, 0.1500]': an interval without its estimate (the Multi-Bootstrap's beside)."""
+    return f"[{notation.num(lo, digits)}, {notation.num(hi, digits)}]"

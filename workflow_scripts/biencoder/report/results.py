@@ -15,16 +15,16 @@ CLI: python -m workflow_scripts.biencoder.report.results --stats-dir results/sta
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from workflow_scripts.biencoder.report.compute_section import compute_section
-from workflow_scripts.biencoder.report.markdown import fmt, interval, md_table, p_fmt
-from workflow_scripts.core import contracts
+from workflow_scripts.biencoder.report.curves_section import curves_section
+from workflow_scripts.biencoder.report.latency_section import latency_section, read_fit
+from workflow_scripts.biencoder.report.markdown import ci_cell, fmt, interval, md_table, p_fmt
+from workflow_scripts.core import contracts, notation
 from workflow_scripts.core.contracts import ALL
 
 
@@ -40,7 +40,7 @@ def ci_section(ci: pd.DataFrame) -> str:
     reference = contracts.shows_reference(ci)
     if reference:
         seeds = seeds.assign(**{f"Multi-Bootstrap ({seeds.benchmark.iloc[0]})": [
-            f"[{r.mb_ci_low:.4f}, {r.mb_ci_high:.4f}]" for r in seeds.itertuples()]})
+            ci_cell(r.mb_ci_low, r.mb_ci_high) for r in seeds.itertuples()]})
         cols.append(f"Multi-Bootstrap ({seeds.benchmark.iloc[0]})")
     wide = wide.merge(seeds[cols], on=["recipe", "strategy", "depth"])
     return (f"## Mean {metric} with {contracts.ci_caption(ci)}\n\n"
@@ -58,7 +58,7 @@ def _comparison_rows(comp: pd.DataFrame, kind: str, delta: str) -> pd.DataFrame:
     c = comp[comp.kind == kind].copy()
     c[delta] = [interval(r.estimate, r.ci_low, r.ci_high) for r in c.itertuples()]
     c["p"] = [p_fmt(p) for p in c.p_value]
-    c[MB_COLUMNS[0]] = [f"[{r.mb_ci_low:.4f}, {r.mb_ci_high:.4f}]" for r in c.itertuples()]
+    c[MB_COLUMNS[0]] = [ci_cell(r.mb_ci_low, r.mb_ci_high) for r in c.itertuples()]
     c[MB_COLUMNS[1]] = [p_fmt(p) for p in c.mb_p_value]
     return c
 
@@ -139,13 +139,18 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame,
                      if (plan["interval"] == "calibrated").all()
                      else "normal quantiles")
         plan_level = contracts.ci_level(plan) if "ci" in plan else level
+        counts = {c: [notation.seeds(n) for n in plan[c]]
+                  for c in ("seeds_for_half_width", "seeds_for_delta")}
         out.append("## Seeds needed\n\nFrom the variance components of each "
                    f"[seeds × queries] matrix, with {quantiles}: seeds for a {plan_level} CI "
                    "half-width of "
                    f"{plan.target_half_width.iloc[0]:g}, and per arm to detect "
-                   f"δ = {plan.target_delta.iloc[0]:g} with 80% power (α = 0.05).\n\n" + md_table(
+                   f"δ = {plan.target_delta.iloc[0]:g} with 80% power (α = 0.05). "
+                   f"`{notation.UNREACHABLE}`: no number of seeds gets there (for the "
+                   "half-width: the query part of the variance, which seeds do not shrink, "
+                   "alone is wider than the target; more queries would be needed).\n\n" + md_table(
                        plan[["recipe", "strategy", "depth", "benchmark", "n_seeds",
-                             "half_width_now", "seeds_for_half_width", "seeds_for_delta"]], 4)
+                             "half_width_now"]].assign(**counts), 4)
                    + "\n")
     if not agree.empty:
         a = (agree.groupby(["recipe", "strategy", "depth", "benchmark"])
@@ -156,187 +161,6 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame,
     return "\n".join(out)
 
 
-def _step(x) -> str:
-    """A step of the grid; NaN (no onset) and +inf (an interval bound beyond the grid: no
-    onset in that share of the samples) read "none"."""
-    return "none" if x is None or math.isnan(x) or math.isinf(x) else f"{x:g}"
-
-
-def curves_section(cur: pd.DataFrame, change: pd.DataFrame, onset: pd.DataFrame) -> str:
-    """The learning curves (results/stats/curves*.parquet): per recipe the mean across
-    benchmarks at every step with its interval, then per curve and benchmark the onset of
-    the decline with its bootstrap interval and the change from the best step to the last."""
-    metric = cur["metric"].iloc[0]
-    bench = ALL if ALL in set(cur.benchmark) else cur.benchmark.iloc[0]
-    where = "the mean of benchmarks" if bench == ALL else bench
-    out = [f"## Learning curves of {metric}\n\n"
-           f"Each recipe with `eval_steps`: {where} at every evaluated step with its "
-           f"{contracts.ci_caption(cur)} (step 0 is the untrained base, the last step the "
-           "final model). The **onset** is the last step before the mean first falls more "
-           f"than ε = {onset.epsilon.iloc[0]:g} (stats.onset_epsilon) below its running best: "
-           "the decline begins after it. Its interval comes from recomputing the onset in "
-           f"each of {int(onset.nboot.iloc[0])} Multi-Bootstrap samples of seeds × queries "
-           "(the same draws at every step, so each seed's steps stay paired); `none` as a bound "
-           "means no onset in that share of the samples, and P(onset) is the share of "
-           "samples with one. The change from the best step to the last is paired by seed; "
-           "since the best step is picked on the same data, it leans negative.\n"]
-    for recipe in cur.recipe.unique():
-        c = cur[(cur.recipe == recipe) & (cur.benchmark == bench)]
-        c = c.assign(cell=[interval(r.estimate, r.ci_low, r.ci_high) for r in c.itertuples()])
-        wide = c.pivot_table(index=["strategy", "depth"], columns="step", values="cell",
-                             aggfunc="first")
-        wide.columns = [f"step {_step(x)}" + (" (base)" if x == 0 else "")
-                        for x in wide.columns]
-        out.append(f"### {recipe}\n\n{md_table(wide.reset_index())}\n")
-    keys = ["recipe", "strategy", "depth", "benchmark"]
-    t = onset[[*keys, "best_step", "onset_step", "onset_ci_low", "onset_ci_high",
-               "p_onset"]].merge(change[[*keys, "step_a", "step_b", "estimate", "ci_low",
-                                         "ci_high", "p_value"]], on=keys)
-    rows = pd.DataFrame({
-        **{k: t[k] for k in keys},
-        "best step": [_step(x) for x in t.best_step],
-        "onset (decline after)": [_step(x) for x in t.onset_step],
-        f"onset {contracts.ci_level(onset)} interval": [
-            f"[{_step(lo)}, {_step(hi)}]" for lo, hi in zip(t.onset_ci_low, t.onset_ci_high,
-                                                           strict=True)],
-        "P(onset)": t.p_onset,
-        "best → last step": [f"{int(a)} → {int(b)}" for a, b in zip(t.step_a, t.step_b,
-                                                                    strict=True)],
-        f"change [{contracts.ci_caption(change)}]": [
-            interval(r.estimate, r.ci_low, r.ci_high) for r in t.itertuples()],
-        "p": [p_fmt(p) for p in t.p_value],
-    })
-    out.append("### Onset of the decline and best → last\n\n" + md_table(rows, 3) + "\n")
-    return "\n".join(out)
-
-
-def _latency_setup(summary: pd.DataFrame) -> str:
-    """'batch 8 x 32 tokens, cpu (AMD EPYC), 1 thread, float32' from the summary's columns."""
-    first = summary.iloc[0]
-    parts = []
-    if {"batch_size", "seq_len"} <= set(summary):
-        parts.append(f"batch {int(first['batch_size'])} × {int(first['seq_len'])} tokens")
-    if "device" in summary:
-        name = f" ({first['device_name']})" if "device_name" in summary else ""
-        parts.append(f"{first['device']}{name}")
-    if "threads" in summary:
-        parts.append(f"{int(first['threads'])} thread{'s' * (int(first['threads']) != 1)}")
-    if "dtype" in summary:
-        parts.append(str(first["dtype"]))
-    return ", ".join(parts)
-
-
-def ladder_fit(ladder: pd.DataFrame) -> dict:
-    """Least squares p50 = a + b * n over the canonical ladder, as the latency summary
-    writes it to coherence.json's canonical_ladder.fit (for a report without that file)."""
-    n, y = ladder["depth"].to_numpy(float), ladder["p50_ms"].to_numpy(float)
-    b, a = np.polyfit(n, y, 1)
-    ss_tot = float(np.sum((y - y.mean()) ** 2))
-    r2 = 1.0 - float(np.sum((y - (a + b * n)) ** 2)) / ss_tot if ss_tot > 0 else float("nan")
-    return {"a_ms": float(a), "b_ms_per_layer": float(b), "r2": r2}
-
-
-def absolute_note(ladder: pd.DataFrame) -> str:
-    """Whether the canonical ladder's milliseconds are verified (`absolute_verified`)."""
-    if not ladder["coherent"].any():
-        return ""
-    if "absolute_verified" in ladder and bool(ladder["absolute_verified"].iloc[0]):
-        return ("**Absolute milliseconds: verified** (every coherent run also passed "
-                "`absolute_stable`: the machine's speed held, the calls were tight and the "
-                "runs agree in milliseconds).")
-    return ("**Absolute milliseconds: not verified** (a coherent run failed "
-            "`absolute_stable`: the machine's speed drifted or the runs disagree in "
-            "milliseconds). The relative ladder Q is verified; the milliseconds are Q times "
-            "this machine's reference p50 during profiling: compare depths by Q, and time "
-            "on a quiet or dedicated machine for milliseconds to publish.")
-
-
-def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | None = None) -> str:
-    """The canonical latency ladder (results/latency/ladder.parquet: per depth the median
-    over the coherent runs of their relative ladder Q, times the reference depth's p50),
-    whether its milliseconds are verified, its line fit (`fit`: coherence.json's
-    canonical_ladder.fit; None: fitted here), every run's coherence verdict and the
-    incoherent runs with their failed checks (results/latency/summary.parquet)."""
-    head = ("## Latency ladder\n\nEncode latency of one fixed pre-tokenized batch"
-            + (f" ({_latency_setup(summary)})" if len(summary) else "")
-            + ", all depths in one process per run, in rounds of one visit per depth in "
-            "balanced random orders (each depth equally often in each position); the calls "
-            "right after switching to a depth are measured and left out.")
-    value = "q" if "q" in summary else "p50_ms"
-    wide = summary.pivot(index="run", columns="depth", values=value).sort_index()
-    depths = wide.columns.to_numpy()
-    per_run = summary.groupby("run").first()
-    coherent = per_run.loc[wide.index, "coherent"].astype(bool).to_numpy()
-    ladder = ladder.sort_values("depth").reset_index(drop=True)
-    ref = int(ladder["ref_depth"].iloc[0]) if "ref_depth" in ladder else int(depths.min())
-    table = pd.DataFrame({"depth": ladder["depth"].astype(int)})
-    if "q" in ladder:
-        table[f"Q (× L{ref})"] = [fmt(x, 3) for x in ladder["q"].astype(float)]
-    table["p50_ms"] = ladder["p50_ms"]
-    table["runs used"] = ladder["runs_used"].astype(int)
-    for col, name in (("encode_p50_ms", "encode() p50_ms"),
-                      ("tokenize_p50_ms", "tokenization p50_ms")):
-        if col in ladder:
-            table[name] = ladder[col].astype(float)
-    out = [head + " Each run's relative ladder Q = t_depth / t_ref (reference: depth "
-           f"{ref}) comes from a robust two-way fit of log time over rounds × depths, which "
-           "takes out drift that slows every call alike; its CIs resample whole rounds. "
-           "Every run is checked for physical coherence on Q (monotone, linear, constant "
-           "per-layer slope, leave-one-out prediction), for timers that agree and for a "
-           "stable relative ladder (small residuals, narrow CIs, both halves of the run "
-           "agreeing, runs agreeing); `absolute_stable` (steady machine speed, tight calls, "
-           "runs agreeing in milliseconds) is reported without gating "
-           "(`results/latency/coherence.json` holds each check's value). The canonical "
-           "ladder is, per depth, the median over the coherent runs only of their Q, times "
-           "the median over them of the reference depth's p50 (ms per batch of model "
-           "calls; `encode()` adds tokenization).\n"]
-    if ladder["coherent"].any():
-        out.append(absolute_note(ladder) + "\n")
-        out.append(md_table(table, 2) + "\n")
-        if len(ladder) >= 2:
-            f = fit or ladder_fit(ladder)
-            line = (f"Fit: p50 ≈ {f['a_ms']:.2f} + {f['b_ms_per_layer']:.2f} × n_layers ms "
-                    f"(R² {f['r2']:.4f})")
-            if "q" in ladder:
-                b, a = np.polyfit(ladder["depth"].to_numpy(float),
-                                  ladder["q"].to_numpy(float), 1)
-                line += f"; in units of depth {ref}: Q ≈ {a:.3f} + {b:.3f} × n_layers"
-            out.append(line + ".\n")
-    else:
-        out.append("**No profiling run passed the coherence check: there is no canonical "
-                   "latency ladder.** The Pareto figure shows the median of all runs, "
-                   "marked unverified.\n")
-    verdicts = pd.DataFrame({
-        "run": wide.index.astype(int),
-        "verdict": ["coherent" if c else "INCOHERENT" for c in coherent],
-        "failed checks": [per_run.loc[r, "failed_checks"] or "–" for r in wide.index],
-        **{(f"Q L{int(d)}" if value == "q" else f"p50 L{int(d)} (ms)"): wide[d].to_numpy()
-           for d in depths},
-    })
-    if "absolute_stable" in per_run:
-        verdicts["absolute stable"] = ["yes" if per_run.loc[r, "absolute_stable"] else "no"
-                                       for r in wide.index]
-    for col, name in (("resid_iqr", "fit residual IQR"), ("drift_range", "drift range")):
-        if col in per_run:
-            verdicts[name] = per_run.loc[wide.index, col].astype(float).to_numpy()
-    if "iqr_ms" in summary:
-        ratio = (summary.iqr_ms / summary.p50_ms).groupby(summary.run).max()
-        verdicts["max IQR/median"] = verdicts.run.map(ratio).astype(float)
-    out.append("### Per-run verdicts\n\n" + md_table(verdicts, 3) + "\n")
-    bad = [r for r, c in zip(wide.index, coherent, strict=True) if not c]
-    if bad:
-        lines = ["### Incoherent runs (left out of the canonical ladder)\n"]
-        for r in bad:
-            why = per_run.loc[r, "why"] if "why" in per_run else ""
-            note = per_run.loc[r, "notes"] if "notes" in per_run else ""
-            lines.append(f"- run {int(r)}: {per_run.loc[r, 'failed_checks']}"
-                         + (f" — {why}" if why else "") + (f" (note: {note})" if note else ""))
-        out.append("\n".join(lines) + "\n")
-    else:
-        out.append("Every run passed every gate.\n")
-    return "\n".join(out)
-
-
 def usage_section(usage: pd.DataFrame) -> str:
     """results/usage.parquet: Snakemake's benchmark of every job, summed per rule."""
     return ("## Measured time and memory per rule\n\nFrom Snakemake's per-job benchmark files "
@@ -344,13 +168,9 @@ def usage_section(usage: pd.DataFrame) -> str:
             "(`seconds_max`) and peak memory (`max_rss_mb`); to size a cluster profile, give "
             "each rule's jobs a `mem_mb` above its `max_rss_mb` and a `runtime` (minutes) "
             "above its `seconds_max` / 60, with headroom (e.g. 1.5×) for larger inputs and "
-            "slower nodes.\n\n" + md_table(usage[list(contracts.USAGE_COLUMNS)], 1) + "\n")
-
-
-def read_fit(coherence_json) -> dict | None:
-    """coherence.json's canonical_ladder.fit (None when it has none: no coherent run)."""
-    doc = json.loads(Path(coherence_json).read_text(encoding="utf-8"))
-    return doc.get("canonical_ladder", {}).get("fit")
+            "slower nodes. The `usage` and `report` rules run after this table; their "
+            "measurements are in results/benchmarks/usage.parquet.tsv and RESULTS.md.tsv."
+            "\n\n" + md_table(usage[list(contracts.USAGE_COLUMNS)], 1) + "\n")
 
 
 def build(stats_dir, latency_summary=None, latency_ladder=None, latency_coherence=None,
