@@ -173,7 +173,7 @@ def test_figures_say_the_tables_ci_level(tmp_path):
     write_tables(tmp_path, 0.9)
     st = figures.load_stats(tmp_path)
     fig = figures.depth_vs_budget(st, order=list(RECIPES))
-    title = fig.axes[0].get_legend().get_title().get_text()
+    title = fig.legends[0].get_title().get_text()  # one legend, below the panels
     assert title.startswith("band: 90% calibrated CI")
     degradation = figures.per_benchmark_degradation(st, None, RECIPES)
     assert "(90% calibrated CI)" in degradation.axes[0].get_title()

@@ -39,8 +39,9 @@ def figure(table: pd.DataFrame, outs) -> None:
     import matplotlib.pyplot as plt
 
     configs = list(dict.fromkeys(table.config))
-    fig, axes = plt.subplots(1, len(configs), figsize=(4.2 * len(configs), 3.4), squeeze=False,
-                             sharey=True)
+    height = 3.9  # 0.5 in below the panels for the legend, off the bands
+    fig, axes = plt.subplots(1, len(configs), figsize=(4.2 * len(configs), height),
+                             squeeze=False, sharey=True)
     for ax, config in zip(axes[0], configs, strict=True):
         sub = table[table.config == config]
         for method, g in sub.groupby("method", sort=False):
@@ -53,10 +54,11 @@ def figure(table: pd.DataFrame, outs) -> None:
                xticks=range(blocks + 1))
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("test accuracy")
-    axes[0][-1].legend(loc="best", fontsize=8)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     fig.suptitle(f"Depth ladder: mean over seeds, {ci_level(table)} {interval_name(table)} CI",
                  fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.5 / height, 1, 1))
     for out in [outs] if isinstance(outs, (str, Path)) else outs:
         fmt = Path(out).suffix.lstrip(".")
         with atomic_path(out) as tmp:  # no dates in the PDF/SVG: reruns are byte-identical
