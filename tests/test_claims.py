@@ -263,9 +263,10 @@ def test_fieller_interval_is_where_the_contrast_test_turns():
 def test_mean_consistent_with_a_published_value(mean, expected):
     rng = np.random.default_rng(17)
     data = data_for({("r1", 1): mean}, rng)
-    v, _ = verdict({"estimate": "mean", "arm": {"recipe": "r1", "depth": 1},
-                    "test": "consistent", "value": 0.30}, data)
+    v, table = verdict({"estimate": "mean", "arm": {"recipe": "r1", "depth": 1},
+                        "test": "consistent", "value": 0.30}, data)
     assert v == expected
+    assert table.iloc[1]["design"] == "one arm (mean)"  # tested against zeros, not a baseline
 
 
 def test_one_seed_arm_is_single_baseline_with_a_caveat():

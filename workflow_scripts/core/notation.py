@@ -4,7 +4,8 @@ sections (biencoder/report), the claims section (claims/render.py) and the ladde
 everywhere:
 
 - a number: `digits` decimals, or two significant digits in scientific notation where the
-  decimals would show fewer than two (a variance of 0.00016 reads 1.6e-04, never 0.000);
+  decimals would round a non-zero value to zero (a variance of 0.00016 at 3 decimals reads
+  1.6e-04, never 0.000); a column of small values asks for more decimals;
 - missing (not computed, not applicable): "–"; an infinite value: "∞" / "−∞";
 - a learning curve's onset that never happened (NaN) or an interval bound beyond the step
   grid (+inf: no onset in that share of the samples): "no onset";
@@ -42,9 +43,10 @@ def num(x, digits: int = 4) -> str:
         return MISSING
     if math.isinf(v):
         return "∞" if v > 0 else "−∞"
-    if v != 0 and abs(v) < 10.0 ** (1 - digits):  # fewer than two significant decimals
+    text = f"{v:.{digits}f}"
+    if v != 0 and float(text) == 0:  # the decimals would say zero
         return f"{v:.1e}"
-    return f"{v:.{digits}f}"
+    return text
 
 
 def cell(x, digits: int = 4) -> str:

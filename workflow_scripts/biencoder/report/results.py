@@ -129,6 +129,8 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame,
     out = []
     if not var.empty:
         v = var[var.benchmark == ALL] if ALL in set(var.benchmark) else var
+        # Variances of a mean of scores in [0, 1] are ~1e-4: five decimals show two digits.
+        v = v.assign(var_joint=[notation.num(x, 5) for x in v.var_joint])
         out.append("## Where the uncertainty comes from\n\nShare of the bootstrap variance of "
                    "the mean from seeds vs from queries (`share_interaction` = what neither "
                    "axis alone explains).\n\n" + md_table(
