@@ -325,8 +325,8 @@ def test_edited_claim_reruns_only_the_claims_their_figure_and_the_report(tiny_ru
     assert results.index("## Claims") < results.index("## Mean")
     edited = _dry_edited(wd, cfg, tmp_path,
                          lambda conf: conf["claims"][1].update(threshold=0.01))
-    assert {rule for rule, _, _ in planned_jobs(edited)} == {
-        "claims", "claims_figure", "report", "all"}
+    assert {rule for rule, _, _ in planned_jobs(edited)} == {  # usage: the claims' benchmarks
+        "claims", "claims_figure", "usage", "report", "all"}
 
 
 @pytest.mark.slow
