@@ -123,8 +123,10 @@ def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
                         fmt="D" if once else "o", ls=":" if once else "-", color=f"C{i}",
                         capsize=3, ms=5, label=label)
             for xv, (_, r) in zip(xs, p.iterrows(), strict=True):
+                # Per-depth labels left, train-once right: the two columns stand close.
                 ax.annotate(f"L{r.depth}", (xv, r.estimate), textcoords="offset points",
-                            xytext=(6, -3), fontsize=7, color=f"C{i}")
+                            xytext=(6 if once else -6, -3), ha="left" if once else "right",
+                            fontsize=7, color=f"C{i}")
         ax.set_xscale("log")
         plain = ticker.FuncFormatter(lambda v, _: f"{v:,.4g}")
         ax.xaxis.set_major_formatter(plain)
