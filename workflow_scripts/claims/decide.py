@@ -34,7 +34,7 @@ from workflow_scripts.claims.latency import decide_latency
 from workflow_scripts.claims.onset import decide_onset
 from workflow_scripts.claims.spec import ALL_BENCHMARKS, Claim, Member, arm_label
 from workflow_scripts.core import calibrated as cal
-from workflow_scripts.core import intervals, seed_planning
+from workflow_scripts.core import intervals, notation, seed_planning
 from workflow_scripts.core.contracts import BASE
 
 COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "test",
@@ -292,7 +292,8 @@ def decide_claim(claim: Claim, data: Data, options: Options) -> list[dict]:
         if r["verdict"] == "inconclusive" and plan is not None:
             r["seeds_needed"] = seeds_needed(plan, ci[m.study])
             if math.isnan(r["seeds_needed"]):  # a finite count: render says it
-                r["note"] = "more seeds alone would not settle it (the examples limit it)"
+                r["note"] = (f"seeds to settle it: {notation.UNREACHABLE} (the examples "
+                             "limit it)")
         out.append({"claim": claim.id, "statement": claim.statement, "row": "member",
                     "member": m.label, "part": m.part, "study": m.study,
                     "estimand": m.estimate, "test": m.test,
