@@ -134,6 +134,11 @@ def summary(table, comps, cross, identity: dict) -> str:
     return "\n".join(parts)
 
 
+def _pm(stat: dict) -> str:
+    """'0.840 ± 0.012' from {"mean": ..., "std": ...}."""
+    return f"{notation.num(stat['mean'], 3)} ± {notation.num(stat['std'], 3)}"
+
+
 def identity_table(identity: dict) -> pd.DataFrame:
     rows = []
     for config, r in identity.items():
@@ -142,15 +147,13 @@ def identity_table(identity: dict) -> pd.DataFrame:
         sources = [("init", r["init"])] + [(f"trained emb. ({LABELS.get(m, m)})", v)
                                           for m, v in trained]
         for source, s in sources:
-            ratios = ", ".join(f"{m:.2f}±{sd:.2f}" for m, sd in
+            ratios = ", ".join(f"{notation.num(m, 2)}±{notation.num(sd, 2)}" for m, sd in
                                zip(s["block_ratio"]["mean"], s["block_ratio"]["std"],
                                    strict=True))
             rows.append({
                 "config": config, "embedding": source, "‖f_l‖/‖h_l‖ per block": ratios,
-                "‖h_L−h_0‖/‖h_0‖": "{:.3f} ± {:.3f}".format(
-                    s["stack_rel_change"]["mean"], s["stack_rel_change"]["std"]),
-                "cos(h_L, h_0)": "{:.3f} ± {:.3f}".format(
-                    s["stack_cos"]["mean"], s["stack_cos"]["std"]),
+                "‖h_L−h_0‖/‖h_0‖": _pm(s["stack_rel_change"]),
+                "cos(h_L, h_0)": _pm(s["stack_cos"]),
             })
     return pd.DataFrame(rows)
 
@@ -163,7 +166,8 @@ def crosscheck_table(cross: pd.DataFrame) -> pd.DataFrame:
         "ladder accuracy": g.ladder_accuracy.mean().map(_num),
         "standalone accuracy": g.standalone_accuracy.mean().map(_num),
         "max abs Δ": g.difference.apply(lambda d: _num(d.abs().max())),
-        "same predictions (min over seeds)": g.same_predictions.min().map(lambda x: f"{x:.3f}"),
+        "same predictions (min over seeds)": g.same_predictions.min().map(
+            lambda x: notation.num(x, 3)),
         "seeds": g.seed.count(),
     }).reset_index()
 
