@@ -61,7 +61,8 @@ def figure(table: pd.DataFrame, outs) -> None:
     fig.tight_layout(rect=(0, 0.5 / height, 1, 1))
     for out in [outs] if isinstance(outs, (str, Path)) else outs:
         fmt = Path(out).suffix.lstrip(".")
-        with atomic_path(out) as tmp:  # no dates in the PDF/SVG: reruns are byte-identical
+        # No dates in a PDF or SVG and a fixed SVG id salt: reruns are byte-identical.
+        with atomic_path(out) as tmp, matplotlib.rc_context({"svg.hashsalt": "depthlab"}):
             fig.savefig(tmp, format=fmt, dpi=150,
                         metadata={"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt))
     plt.close(fig)
