@@ -135,7 +135,8 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame,
                        v[["recipe", "strategy", "depth", "benchmark", "var_joint",
                           "share_seeds", "share_examples", "share_interaction"]], 3) + "\n")
     if not plan.empty:
-        quantiles = ("Student-t quantiles with Satterthwaite degrees of freedom"
+        quantiles = ("Student-t quantiles (the calibrated interval's degrees of freedom for "
+                     "the half-width, Welch's 2(n − 1) for δ)"
                      if (plan["interval"] == "calibrated").all()
                      else "normal quantiles")
         plan_level = contracts.ci_level(plan) if "ci" in plan else level
