@@ -1,5 +1,10 @@
 """Decide claims: each member's estimate, interval and one-sided p-values, Holm over a claim's
-members, and the verdict (docs/claims.md has the rules).
+members on the refute side, and the verdict (docs/claims.md has the rules).
+
+A claim over several members is a conjunction ("at every depth"): supported when every member
+is. By the intersection-union principle each member's own level-alpha test already bounds the
+error of "supported" at alpha, so the support side takes no correction (`p_support_holm` is
+`p_support`); "refuted" needs one member refuted, a union, and keeps Holm's correction.
 
 Every estimate is a linear contrast that core/intervals.compare tests, so each design and
 both interval methods serve every kind:
@@ -278,10 +283,10 @@ def decide_claim(claim: Claim, data: Data, options: Options) -> list[dict]:
           else options.ci for m in claim.members}
     alpha = (1 - min(ci.values())) / 2
     live = [i for i, r in enumerate(rows) if r.get("verdict") != "not-applicable"]
-    for col in ("p_support", "p_refute"):
-        adj = holm([rows[i].get(col, math.nan) for i in live])
-        for i, p in zip(live, adj, strict=True):
-            rows[i][f"{col}_holm"] = p
+    adj = holm([rows[i].get("p_refute", math.nan) for i in live])
+    for i, p in zip(live, adj, strict=True):
+        rows[i]["p_refute_holm"] = p
+        rows[i]["p_support_holm"] = rows[i].get("p_support", math.nan)  # intersection-union
     out = []
     for m, r in zip(claim.members, rows, strict=True):
         plan = r.pop("_plan", None)
