@@ -40,6 +40,7 @@ from workflow_scripts.claims.onset import decide_onset
 from workflow_scripts.claims.spec import ALL_BENCHMARKS, Claim, Member, arm_label
 from workflow_scripts.core import calibrated as cal
 from workflow_scripts.core import intervals, seed_planning
+from workflow_scripts.core.arms import check_aligned
 from workflow_scripts.core.contracts import BASE
 
 COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "test",
@@ -120,6 +121,9 @@ class Contrast:
 
 
 def contrast(m: Member, data: Data) -> Contrast:
+    if m.study == "biencoder" and m.a is not None:
+        arms = data.biencoder[m.metric]
+        check_aligned(arms[m.a], arms[m.b])
     b, seeds_b = _side(m, data, m.b)
     if m.a is None:  # a mean: against a fixed arm of zeros on the same examples
         a, seeds_a = _map(b, lambda v: np.zeros((1, v.shape[-1]))), (None,)
