@@ -11,7 +11,7 @@ Per cell and df rule: coverage of the nominal 95% interval, median width, 99.9th
 width, the largest width over the median, the smallest df, and the median width over the
 known-variance interval's (the same estimate +- 1.96 x the estimate's true standard deviation,
 here its sd over the cell's trials). Rules (`RULES`): `calibrated` (core/calibrated.py),
-`kappa=0` and `kappa=1` (the same rule with the other margins), `before` (the rule this
+`kappa=.. floor=..` (the same rule with other constants, `CANDIDATES`), `before` (the rule this
 replaced: V = M + X - r with the example part clipped at 0, df = df_seed V / M).
 Each cell has its own generator seeded from its name.
 
@@ -130,19 +130,22 @@ def _before(terms) -> tuple[float, float]:
     return var, min([df_seed * var / seed, *(t.df for t in ex)])
 
 
-def _with_kappa(kappa: float):
+def _with(kappa: float, floor: float):
     def rule(terms):
-        old = cal.RESIDUAL_MARGIN
-        cal.RESIDUAL_MARGIN = kappa
+        old = cal.RESIDUAL_MARGIN, cal.SEED_FLOOR
+        cal.RESIDUAL_MARGIN, cal.SEED_FLOOR = kappa, floor
         try:
             return cal.total_variance(terms), cal.calibrated_df(terms)
         finally:
-            cal.RESIDUAL_MARGIN = old
+            cal.RESIDUAL_MARGIN, cal.SEED_FLOOR = old
     return rule
 
 
+# (kappa, floor): the calibrated rule's neighbours on the coverage-width frontier
+CANDIDATES = [(0.0, 1.0), (0.25, 0.75), (0.15, 0.5), (1.0, 0.0)]
 RULES = {"calibrated": lambda t: (cal.total_variance(t), cal.calibrated_df(t)),
-         "kappa=0": _with_kappa(0.0), "kappa=1": _with_kappa(1.0), "before": _before}
+         **{f"kappa={k:g} floor={c:g}": _with(k, c) for k, c in CANDIDATES},
+         "before": _before}
 
 
 def run(name: str, trial, truth: float, trials: int) -> list[dict]:
@@ -173,18 +176,19 @@ def run(name: str, trial, truth: float, trials: int) -> list[dict]:
 # ---------------------------------------------------------------------------------------
 # Theory: one [S, Q] array, Q large: M = (a + r) chi2_{S-1}/(S-1), X = e + r known
 # ---------------------------------------------------------------------------------------
-def theory_cell(seeds: int, a: float, r: float, kappa: float, n: int = 4000):
+def theory_cell(seeds: int, a: float, r: float, rule, n: int = 4000):
     """(coverage %, median width / known) for variance shares a (seed), r (residual),
-    e = 1 - a - r (example) of the true V = 1, the rule with margin kappa; kappa None: the
-    rule before (V = M + e, df = (S - 1) V / M)."""
+    e = 1 - a - r (example) of the true V = 1; rule (kappa, floor), or None: the rule
+    before (V = M + e, df = (S - 1) V / M)."""
     e = 1 - a - r
     m = (a + r) * stats.chi2.ppf((np.arange(n) + 0.5) / n, seeds - 1) / (seeds - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        if kappa is None:
+        if rule is None:
             v = m + e
             df = (seeds - 1) * v / m
         else:
-            v = e + np.maximum(m, (1 - kappa) * r)
+            kappa, floor = rule
+            v = e + np.maximum(m, floor * r)
             df = np.maximum((seeds - 1) * v / np.maximum(m - kappa * r, 0), seeds - 1)
     q = special.stdtrit(np.minimum(df, 299), 0.975)
     h = q * np.sqrt(v)
@@ -197,14 +201,14 @@ def theory() -> list[str]:
     lines = ["| seeds | rule | coverage min (seed, residual share) | max | "
              "width / known, no seed effect, residual share 0.5 | 0.87 |", "|" + "---|" * 6]
     for s in (2, 3, 5, 10):
-        for kappa in (None, 0.0, 0.1, 0.25, 0.4, 1.0):
-            cov = [(theory_cell(s, a, r, kappa)[0], a, r) for a, r in grid]
+        for rule in (None, (cal.RESIDUAL_MARGIN, cal.SEED_FLOOR), *CANDIDATES):
+            cov = [(theory_cell(s, a, r, rule)[0], a, r) for a, r in grid]
             lo, hi = min(cov), max(cov)
-            name = "before" if kappa is None else f"kappa={kappa:g}"
+            name = "before" if rule is None else "kappa={:g} floor={:g}".format(*rule)
             lines.append(f"| {s} | {name} | {lo[0]:.1f} ({lo[1]:.2f}, {lo[2]:.2f}) | "
                          f"{hi[0]:.1f} ({hi[1]:.2f}, {hi[2]:.2f}) | "
-                         f"{theory_cell(s, 0, 0.5, kappa)[1]:.2f} | "
-                         f"{theory_cell(s, 0, 0.87, kappa)[1]:.2f} |")
+                         f"{theory_cell(s, 0, 0.5, rule)[1]:.2f} | "
+                         f"{theory_cell(s, 0, 0.87, rule)[1]:.2f} |")
     return lines
 
 
@@ -218,8 +222,8 @@ def main() -> None:
     if args.theory:
         print("\n".join(theory()))
         return
-    print("| cell | rule | trials | coverage % | median width | p99.9 width | max / median "
-          "| min df | median / known |\n|" + "---|" * 9)
+    print("| cell | rule | trials | coverage % | median width | p99.9 width | p99.9 / median "
+          "| max / median | min df | median / known |\n|" + "---|" * 10)
     for name, (trial, truth) in cells().items():
         if args.cells and not any(w in name for w in args.cells):
             continue
@@ -227,7 +231,8 @@ def main() -> None:
             flag = "" if 93 <= row["coverage"] <= 97 else " **"
             print(f"| {row['cell']} | {row['rule']} | {row['trials']} | {row['coverage']:.1f}"
                   f"{flag} | {row['median']:.4f} | {row['p999']:.4f} | "
-                  f"{row['max_over_median']:.1f} | {row['min_df']:.2f} | "
+                  f"{row['p999'] / row['median']:.2f} | {row['max_over_median']:.3g} | "
+                  f"{row['min_df']:.2f} | "
                   f"{row['vs_known']:.2f} |", flush=True)
 
 

@@ -41,22 +41,23 @@ Y = np.array([[0.2, 0.5, 0.9, 0.4, 0.6],
 
 
 def test_variance_df_and_interval_by_hand():
-    """V = (MS_seed + MS_example - MS_residual) / (S Q) (MS_seed >= 3/4 MS_residual here, so
-    no floor applies); df = the seed term's 2 df divided by the share of V its charge
-    MS_seed - MS_residual / 4 carries, at most Q - 1; the interval
+    """V = (MS_seed + MS_example - MS_residual) / (S Q) (MS_seed is above the floor here);
+    df = the seed term's 2 df divided by the share of V its charge MS_seed - kappa
+    MS_residual carries, at most Q - 1; the interval
     is mean +- t_df(0.975) sqrt(V), a p-value the t tail beyond (mean - threshold)/sqrt(V).
     The numbers were worked by hand."""
     expected = {  # MS_seed, MS_example, MS_residual, V, df, ci_low, ci_high
         "X": (0.0308333, 0.2341667, 0.0175, 0.020625, 3.0, 0.034623, 0.948711),
-        "Y": (0.1646667, 0.1426667, 0.0021667, 0.0203444, 3.718710, 0.138553, 0.954780)}
+        "Y": (0.1646667, 0.1426667, 0.0021667, 0.0203444, 3.711361, 0.138204, 0.955129)}
     for name, x in (("X", X), ("Y", Y)):
         (n_s, n_e), (ms_s, ms_e, ms_r) = x.shape, mean_squares(x)
         r = cal.mean_interval(x)
         assert r.estimate == pytest.approx(x.mean())
         var = (ms_s + ms_e - ms_r) / (n_s * n_e)
         assert r.se == pytest.approx(math.sqrt(var), rel=1e-12)
-        assert ms_s >= 0.75 * ms_r
-        df = min((n_s - 1) * var / ((ms_s - ms_r / 4) / (n_s * n_e)), n_e - 1)
+        assert ms_s >= cal.SEED_FLOOR * ms_r
+        charge = ms_s - cal.RESIDUAL_MARGIN * ms_r
+        df = min((n_s - 1) * var / (charge / (n_s * n_e)), n_e - 1)
         assert r.df == pytest.approx(df, rel=1e-12)
         half = stats.t.ppf(0.975, df) * math.sqrt(var)
         assert (r.ci_low, r.ci_high) == pytest.approx((x.mean() - half, x.mean() + half))
@@ -65,7 +66,7 @@ def test_variance_df_and_interval_by_hand():
         assert (ms_s, ms_e, ms_r, var, r.df, r.ci_low, r.ci_high) == pytest.approx(
             expected[name], abs=1e-6), name
     # X: 4 examples cap the seed rule's df at 3; Y: the seed charge carries 54% of V, so
-    # 2 / 0.5378 = 3.72 df, below its 5 examples' 4.
+    # 2 / 0.5389 = 3.711 df, below its 5 examples' 4.
     comp = cal.variance_components(X)
     ms_s, ms_e, ms_r = mean_squares(X)
     assert comp["sigma2_residual"] == pytest.approx(ms_r)
@@ -83,7 +84,8 @@ def test_df_divide_by_the_seed_share_once():
              + rng.normal(0, 0.05, (3, 300)))
         r = cal.mean_interval(x)
         seed, resid = (r.terms[i].coef * r.terms[i].ms for i in (0, 2))
-        share = (seed + resid / 4) / r.se**2  # the charge: seed term less r / 4 (resid < 0)
+        # the charge: the seed term less kappa times the residual noise (resid < 0)
+        share = (seed + cal.RESIDUAL_MARGIN * resid) / r.se**2
         assert r.df == pytest.approx(min(2 / share, 299)) and r.df <= 2 / share**2
     seeds_only = cal.mean_interval(X, resample=("seeds",))
     assert seeds_only.df == 2 == cal.satterthwaite(seeds_only.terms)[1]

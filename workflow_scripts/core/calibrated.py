@@ -19,32 +19,35 @@ array) is estimated from three kinds of mean squares (`Term`s):
   residual term per random-seed arm and benchmark: MS_residual / (K^2 Q S) = r, the seed x
                 example noise, with (S - 1)(Q - 1) df: known well
 
-V_hat = X + sum over seed terms of max(M - r, -kappa r), i.e. X - r + max(M, (1 - kappa) r),
-kappa = RESIDUAL_MARGIN = 1/4: the seed part M - r may not fall more than a quarter of r below
-0 (M estimates at least r); never below sum M or (1 - kappa) X, so never 0 while X is not.
-Paired arms are one array of differences; single-baseline has no seed term for its fixed
-model; unpaired arms have one seed term each; a mapping of benchmarks is the stratified mean
+V_hat = X - r + max(M, c r) summed over the seed terms (c = SEED_FLOOR = 1/2): the residual
+noise is charged to the example term, which estimates it whole, and the seed term M, which
+estimates at least r, is counted as at least c r; never below sum M or c X, so never 0 while
+X is not. Paired arms are one array of differences; single-baseline has no seed term for its
+fixed model; unpaired arms have one seed term each; a mapping of benchmarks is the stratified mean
 with one seed axis shared by all benchmarks. resample=("seeds",) keeps the seed terms only
 (examples fixed), ("examples",) the example terms only (seeds fixed).
 
 The interval is estimate +- t_df * sqrt(V_hat), with calibrated degrees of freedom
 (`calibrated_df`): the seed terms' df divided by the share of V_hat their charge carries,
 
-  df = df_seed * V_hat / sum(max(M - kappa r, 0))     (df_seed = S - 1; several arms: Welch
-                                                       1947 on the charges)
+  df = df_seed * V_hat / sum(max(M - kappa r, 0))     (df_seed = S - 1; kappa =
+                                                       RESIDUAL_MARGIN = 0.1; several arms:
+                                                       Welch 1947 on the charges)
 
 at least df_seed, at most the example terms' smallest df (Q - 1), and the example terms'
 Satterthwaite df when no charge is left. The example part is taken as known (hundreds of df).
 Why: each seed mean square rests on S - 1 df; dividing the df by its share once (Satterthwaite
 divides by the share squared) keeps a nominal 95% interval at 2 seed df within 93-97% whatever
-the share. Charging the whole of M (kappa = 0, the rule before) wastes width where seeds do
-not matter: M then is all residual noise, the df stay near S - 1 and the interval of binary
-per-example outcomes at 3 seeds was 1.6-1.8x the known-variance one; charging M - r (kappa =
-1) with V_hat = X + max(M - r, 0) covers 89.6% where seeds carry 80% of V. kappa = 1/4 is the
-point of that frontier within [93, 97]% at 3 seeds with width <= 1.25x (exact integration:
-`python bench/coverage.py --theory`; simulated designs: docs/coverage.md). With the seed part
-alone it is exactly Student's t with S - 1 df; p-values, the TOST and the seed planner
-(seed_planning.py) use the same t.
+the share. The rule before (V_hat = X - r + M, the whole of M charged: kappa = c = 0 without
+the floor) wasted width where seeds do not matter (M is then all residual noise and the df
+stay near S - 1: binary outcomes at 3 seeds got 1.87x the known-variance width) and
+collapsed when X - r nearly cancelled (df 0.02). (kappa, c) is a frontier: more floor and
+less margin over-cover where seeds do not matter, the reverse under-covers where seeds carry
+most of V. (0.1, 1/2) keeps every simulated cell with >= 3 seeds within 93.2-96.6%, at
+1.3x (continuous) to 1.65x (binary) the known-variance width where seeds do not matter
+(docs/statistics.md, `python bench/coverage_edges.py --theory` and its simulation). With the
+seed part alone it is exactly Student's t with S - 1 df; p-values, the TOST and the seed
+planner (seed_planning.py) use the same t.
 
 Imports numpy and scipy only, like multibootstrap.py, whose input checks it shares.
 """
@@ -167,7 +170,8 @@ def variance_terms(arms: list[Arm], resample: tuple[str, ...]) -> list[Term]:
     return terms
 
 
-RESIDUAL_MARGIN = 0.25  # kappa: the share of the residual noise the seed term may lack
+RESIDUAL_MARGIN = 0.1  # kappa: the share of the residual noise the seed charge leaves out
+SEED_FLOOR = 0.5  # c: the seed term is counted as at least c times the residual it holds
 
 
 def _seed_arms(terms: Sequence[Term]) -> list[tuple[float, float, float]]:
@@ -191,8 +195,8 @@ def total_variance(terms: Sequence[Term]) -> float:
     (module docstring): X the example terms, M a seed term, r the residual noise it holds."""
     x = sum(t.coef * t.ms for t in _example_terms(terms))
     arms = _seed_arms(terms)
-    var = x + sum(max(m - r, -RESIDUAL_MARGIN * r) for m, r, _ in arms)
-    return float(max(var, sum(m for m, _, _ in arms), (1 - RESIDUAL_MARGIN) * x, 0.0))
+    var = x + sum(max(m, SEED_FLOOR * r) - r for m, r, _ in arms)
+    return float(max(var, sum(m for m, _, _ in arms), SEED_FLOOR * x, 0.0))
 
 
 def _combine(terms: Sequence[Term]) -> tuple[float, float]:
