@@ -138,7 +138,7 @@ def strategy_kind(s_a: str, s_b: str) -> tuple[str, str, str]:
 def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None
                  ) -> list[dict]:
     design = design_for(a, b)
-    alternative = "greater" if kind == "trained_vs_base" else "two-sided"
+    alternative = "two-sided"  # the p matches the two-sided CI beside it (also vs the base)
     n_resampled = (len(b.seeds),) if design == "single-baseline" else (len(a.seeds),
                                                                        len(b.seeds))
     axes = intervals.axes_for(*n_resampled)  # the first (widest) also gets the TOST

@@ -86,7 +86,7 @@ def comparison_section(comp: pd.DataFrame) -> str:
     titles = {
         "trained_vs_base": ("Training vs the untrained truncated base",
                             "single-baseline design (the base is one deterministic model); "
-                            "p = P(δ ≤ 0), one-sided."),
+                            "p two-sided, as the CI beside it."),
         "depth": ("Depth vs depth within a recipe",
                   "paired by seed; p two-sided; `equivalent` = TOST |δ| < ε at the CI level."),
         "strategy": ("Depth strategy vs depth strategy",
