@@ -26,6 +26,7 @@ ci interval lies on one side of the threshold.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,8 +39,8 @@ from workflow_scripts.claims.data import Data
 from workflow_scripts.claims.latency import decide_latency
 from workflow_scripts.claims.onset import decide_onset
 from workflow_scripts.claims.spec import ALL_BENCHMARKS, Claim, Member, arm_label
+from workflow_scripts.core import borrowed_seeds, intervals, seed_planning
 from workflow_scripts.core import calibrated as cal
-from workflow_scripts.core import intervals, seed_planning
 from workflow_scripts.core.arms import check_aligned
 from workflow_scripts.core.contracts import BASE
 
@@ -129,20 +130,32 @@ def contrast(m: Member, data: Data) -> Contrast:
         a, seeds_a = _map(b, lambda v: np.zeros((1, v.shape[-1]))), (None,)
     else:
         a, seeds_a = _side(m, data, m.a)
-    caveats = [f"seed variance not covered on {arm_label(m.study, k)} (one seed)"
-               for k, seeds in ((m.a, seeds_a), (m.b, seeds_b))
-               if k is not None and len(seeds) == 1 and k[0] != BASE]
+    one_seed = [k for k, seeds in ((m.a, seeds_a), (m.b, seeds_b))
+                if k is not None and len(seeds) == 1 and k[0] != BASE]
+    # A trained one-seed arm's seed noise, borrowed from the study's multi-seed arms (the
+    # untrained base is one deterministic model: it has none).
+    borrowed = _borrowed(m, data) if one_seed and set(seeds_a) != set(seeds_b) else []
+    caveats = [borrowed_seeds.caveat(arm_label(m.study, k), borrowed) for k in one_seed]
     if set(seeds_a) == set(seeds_b):
         return Contrast(a, b, "paired", {"seeds_a": seeds_a, "seeds_b": seeds_b},
                         intervals.axes_for(len(seeds_a))[0], caveats)
     if len(seeds_a) == 1:
-        return Contrast(a, b, "single-baseline", {}, intervals.axes_for(len(seeds_b))[0],
-                        caveats)
+        return Contrast(a, b, "single-baseline", {"borrowed": borrowed},
+                        intervals.axes_for(len(seeds_b))[0], caveats)
     if len(seeds_b) == 1:
-        return Contrast(a, b, "single-baseline", {}, intervals.axes_for(len(seeds_a))[0],
-                        caveats, swap=True)
+        return Contrast(a, b, "single-baseline", {"borrowed": borrowed},
+                        intervals.axes_for(len(seeds_a))[0], caveats, swap=True)
     return Contrast(a, b, "unpaired", {"seeds_a": seeds_a, "seeds_b": seeds_b},
                     intervals.axes_for(len(seeds_a), len(seeds_b))[0], caveats)
+
+
+def _borrowed(m: Member, data: Data) -> list:
+    """The one-seed arm's borrowed seed terms: pooled over the study's arms of >= 2 seeds, in
+    the member's layout (borrowed_seeds.py); [] when the study has none (bi-encoder only)."""
+    if m.study != "biencoder":
+        return []
+    arms = [k for k, arm in data.biencoder[m.metric].items() if len(arm.seeds) >= 2]
+    return borrowed_seeds.borrowed_terms(_side(m, data, k)[0] for k in arms)
 
 
 # ---------------------------------------------------------------------------------------
@@ -151,9 +164,13 @@ def contrast(m: Member, data: Data) -> Contrast:
 def _compare(c: Contrast, opts: dict, alternative: str, threshold: float, threads,
              rho: float = 1.0) -> dict:
     a, b = c.sides(rho)
+    kwargs = dict(c.kwargs)
+    if kwargs.get("borrowed") and rho != 1.0 and not c.swap:  # the fixed arm is rho * a
+        kwargs["borrowed"] = [dataclasses.replace(t, coef=t.coef * rho**2)
+                              for t in kwargs["borrowed"]]
     return intervals.compare(a, b, design=c.design, alternative=alternative,
                              threshold=threshold, resample=c.resample, threads=threads,
-                             **opts, **c.kwargs)
+                             **opts, **kwargs)
 
 
 def _fieller(c: Contrast, opts: dict, estimate: float, threads) -> tuple[float, float]:

@@ -286,11 +286,17 @@ def _check(ci, resample) -> tuple[str, ...]:
     return check_resample(resample)
 
 
-def _fit(arms, keys, design, ci, resample) -> dict:
-    """The result fields every function shares."""
+def _fit(arms, keys, design, ci, resample, borrowed: Sequence[Term] = ()) -> dict:
+    """The result fields every function shares; `borrowed`: a one-seed arm's seed terms
+    (borrowed_seeds.py), its residual term only where examples are resampled too."""
     check_sizes(arms, resample)
+    if borrowed and design != "single-baseline":
+        raise ValueError("borrowed seed terms are for the single-baseline design's one-seed "
+                         f"arm; got design {design!r}")
     estimate = float(sum(a.sign * np.mean([blk.mean() for blk in a.blocks]) for a in arms))
-    terms = tuple(variance_terms(arms, resample))
+    extra = [t for t in borrowed if "seeds" in resample and (t.part == "seeds"
+                                                             or resample == AXES)]
+    terms = tuple(variance_terms(arms, resample)) + tuple(extra)
     var, df = total_variance(terms), calibrated_df(terms)
     h = t_half_width(var, df, ci)
     return {"estimate": estimate, "ci_low": estimate - h, "ci_high": estimate + h,
@@ -311,17 +317,19 @@ def mean_interval(scores, *, ci: float = 0.95, resample: Sequence[str] = AXES
 
 def compare(a, b, *, design: str = "paired", threshold: float = 0.0,
             alternative: str = "greater", ci: float = 0.95, resample: Sequence[str] = AXES,
-            seeds_a: Sequence | None = None, seeds_b: Sequence | None = None
-            ) -> CalibratedResult:
+            seeds_a: Sequence | None = None, seeds_b: Sequence | None = None,
+            borrowed: Sequence[Term] = ()) -> CalibratedResult:
     """Calibrated test of delta = metric(b) - metric(a); arguments as multibootstrap.compare's
-    (no nboot, seed or threads: nothing is resampled)."""
+    (no nboot, seed or threads: nothing is resampled). borrowed: single-baseline only, the
+    fixed arm's seed noise borrowed from the study's multi-seed arms
+    (borrowed_seeds.borrowed_terms)."""
     resample = _check(ci, resample)
     if alternative not in ALTERNATIVES:
         raise ValueError(f"unknown alternative {alternative!r}; expected one of {ALTERNATIVES}")
     if not math.isfinite(float(threshold)):
         raise ValueError(f"threshold must be finite; got {threshold!r}")
     arms, keys = two_arms(a, b, design, seeds_a, seeds_b)
-    fit = _fit(arms, keys, design, ci, resample)
+    fit = _fit(arms, keys, design, ci, resample, borrowed)
     p = _p_value(fit["estimate"], fit["se"] ** 2, fit["df"], float(threshold), alternative)
     return CalibratedResult(p_value=p, threshold=float(threshold), alternative=alternative,
                             **fit)
