@@ -89,3 +89,34 @@ def test_claims_borrow_or_say_the_noise_is_unknown():
         data_for({("r2", 1): 0.29}, rng, seeds=(2,)).biencoder["ndcg@10"])
     _, table = verdict(claim, only_one, g1)
     assert "unknown" in table.iloc[1]["caveats"]
+
+
+def test_stats_stage_rows_are_the_borrowed_interval():
+    """The stats stage's 3-vs-1 rows: single-baseline with the one-seed arm fixed (either
+    side), the joint row the calibrated interval with the borrowed terms (whose coverage the
+    test above checks), the examples-only row labelled conditional on the one seed."""
+    from workflow_scripts.biencoder import stats
+    from workflow_scripts.core.arms import Arm
+    from workflow_scripts.core.settings import Stats
+
+    rng = np.random.default_rng(12)
+    a1, b3, rest = _study(rng, 0.01, others=2)
+    arms = {("one", "top", 1): Arm("one", "top", 1, (7,), {"b1": a1}),
+            ("three", "top", 1): Arm("three", "top", 1, (1, 2, 3), {"b1": b3}),
+            **{(f"r{i}", "top", 1): Arm(f"r{i}", "top", 1, (1, 2, 3), {"b1": x})
+               for i, x in enumerate(rest)}}
+    pool = stats.borrowed_pool(arms)
+    s = Stats.from_json('{"nboot": 100, "seed": 0}')
+    terms = borrowed_terms([b3, *rest])
+    want = cal.compare(a1[0], b3, design="single-baseline", borrowed=terms)
+    for one_is_b in (False, True):
+        x, y = arms[("one", "top", 1)], arms[("three", "top", 1)]
+        rows = stats.compare_arms("recipe", *((y, x) if one_is_b else (x, y)), s, pool=pool)
+        joint = next(r for r in rows if r["resample"] == "seeds,examples")
+        sign = -1 if one_is_b else 1
+        assert joint["design"] == "single-baseline"
+        assert sorted((sign * joint["ci_low"], sign * joint["ci_high"])) == pytest.approx(
+            [want.ci_low, want.ci_high])
+        assert "borrowed" in joint["seed_noise"] and "(6 df)" in joint["seed_noise"]
+        ablation = next(r for r in rows if r["resample"] == "examples")
+        assert ablation["seed_noise"].startswith("conditional on the one seed of one/top1")
