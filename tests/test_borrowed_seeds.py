@@ -120,3 +120,26 @@ def test_stats_stage_rows_are_the_borrowed_interval():
         assert "borrowed" in joint["seed_noise"] and "(6 df)" in joint["seed_noise"]
         ablation = next(r for r in rows if r["resample"] == "examples")
         assert ablation["seed_noise"].startswith("conditional on the one seed of one/top1")
+
+
+def test_results_md_names_the_assumption_beside_the_row():
+    """RESULTS.md's comparison table carries a `seed noise` column where a row has a
+    one-seed arm (the stats stage's rows, rendered by biencoder/report/results.py)."""
+    from workflow_scripts.biencoder import stats
+    from workflow_scripts.biencoder.report import results
+    from workflow_scripts.core.arms import Arm
+    from workflow_scripts.core.settings import Stats
+
+    rng = np.random.default_rng(13)
+    a1, b3, rest = _study(rng, 0.01, others=1)
+    arms = {("b32_80k", "top", 1): Arm("b32_80k", "top", 1, (7,), {"b1": a1}),
+            ("b32_20k", "top", 1): Arm("b32_20k", "top", 1, (1, 2, 3), {"b1": b3}),
+            ("r0", "top", 1): Arm("r0", "top", 1, (1, 2, 3), {"b1": rest[0]})}
+    s = Stats.from_json('{"nboot": 100, "seed": 0}')
+    rows = stats.compare_arms("recipe", arms[("b32_20k", "top", 1)],
+                              arms[("b32_80k", "top", 1)], s, pool=stats.borrowed_pool(arms))
+    import pandas as pd
+
+    md = results.comparison_section(pd.DataFrame(rows).assign(metric="ndcg@10"))
+    line = next(x for x in md.splitlines() if x.startswith("| b32_20k/top1"))
+    assert "seed noise of b32_80k/top1 borrowed" in line and "assuming equal seed" in line

@@ -107,6 +107,10 @@ def comparison_section(comp: pd.DataFrame) -> str:
                 f"{fmt(bool(e))} ({eps:g}, p={p_fmt(p)})" for e, eps, p in
                 zip(joint.equivalent, joint.epsilon, joint.equivalence_p, strict=True)]})
             cols.append("equivalent (ε)")
+        if "seed_noise" in joint and joint.seed_noise.fillna("").astype(bool).any():
+            # a one-seed arm: the assumption its seed noise rests on, beside its row
+            joint = joint.assign(**{"seed noise": joint.seed_noise.fillna("")})
+            cols.append("seed noise")
         out.append(f"### {title}\n\n{note}\n\n{md_table(joint[cols])}\n")
     # The paper's ablation: how wide the intervals are when only one axis is resampled.
     ab = comp.assign(width=comp.ci_high - comp.ci_low)
