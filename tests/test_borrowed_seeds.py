@@ -143,3 +143,28 @@ def test_results_md_names_the_assumption_beside_the_row():
     md = results.comparison_section(pd.DataFrame(rows).assign(metric="ndcg@10"))
     line = next(x for x in md.splitlines() if x.startswith("| b32_20k/top1"))
     assert "seed noise of b32_80k/top1 borrowed" in line and "assuming equal seed" in line
+
+
+def test_equivalence_with_a_one_seed_arm_borrows_too():
+    """The TOST of a one-seed comparison carries the borrowed term (a larger variance and a
+    wider 1 - 2 alpha interval than with the one seed held fixed; its p can still be smaller
+    far in the tail, the merged df being larger), in core and in an equivalence claim."""
+    from test_claims import data_for, grid, verdict
+
+    from workflow_scripts.claims import spec
+
+    rng = np.random.default_rng(14)
+    a1, b3, rest = _study(rng, 0.01)
+    terms = borrowed_terms([b3, *rest])
+    kw = dict(epsilon=0.1, design="single-baseline")
+    wide, narrow = (cal.equivalence(a1[0], b3, borrowed=terms, **kw),
+                    cal.equivalence(a1[0], b3, **kw))
+    assert wide.se > narrow.se
+    assert wide.ci_high - wide.ci_low > narrow.ci_high - narrow.ci_low
+    g = spec.Grid.from_dict({**grid().to_dict(), "recipe_seeds": {"r1": [1, 2, 3], "r2": [1]}})
+    data = data_for({("r1", 1): 0.3}, rng)
+    data.biencoder["ndcg@10"].update(
+        data_for({("r2", 1): 0.3}, rng, seeds=(1,)).biencoder["ndcg@10"])
+    _, table = verdict({"a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r2", "depth": 1},
+                        "test": "equivalent", "epsilon": 0.05}, data, g)
+    assert "borrowed" in table.iloc[1]["caveats"]

@@ -186,7 +186,8 @@ def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None
                                                 borrow and "seeds" in resample)
             if resample == axes[0]:
                 row.update(intervals.equivalence(sa, sb, epsilon=s.equivalence_epsilon,
-                                                 alpha=(1 - s.ci) / 2, **common))
+                                                 alpha=(1 - s.ci) / 2, borrowed=terms,
+                                                 **common))
             rows.append(row)
     return rows
 

@@ -337,9 +337,10 @@ def compare(a, b, *, design: str = "paired", threshold: float = 0.0,
 
 def equivalence(a, b, *, epsilon: float, design: str = "paired", alpha: float = 0.05,
                 resample: Sequence[str] = AXES, seeds_a: Sequence | None = None,
-                seeds_b: Sequence | None = None) -> CalibratedEquivalence:
+                seeds_b: Sequence | None = None, borrowed: Sequence[Term] = ()
+                ) -> CalibratedEquivalence:
     """Is |delta| < epsilon? Two one-sided tests: p_lower of H0 delta <= -epsilon, p_upper of
-    H0 delta >= epsilon; equivalent = max of both < alpha."""
+    H0 delta >= epsilon; equivalent = max of both < alpha. borrowed: as compare's."""
     check_open_unit("alpha", alpha)
     if not float(alpha) < 0.5:
         raise ValueError(f"alpha must be below 0.5 (the interval is 1 - 2 alpha); got {alpha!r}")
@@ -347,7 +348,7 @@ def equivalence(a, b, *, epsilon: float, design: str = "paired", alpha: float = 
         raise ValueError(f"epsilon must be a positive number; got {epsilon!r}")
     resample = _check(1 - 2 * float(alpha), resample)
     arms, keys = two_arms(a, b, design, seeds_a, seeds_b)
-    fit = _fit(arms, keys, design, 1 - 2 * float(alpha), resample)
+    fit = _fit(arms, keys, design, 1 - 2 * float(alpha), resample, borrowed)
     var, df = fit["se"] ** 2, fit["df"]
     p_lower = _p_value(fit["estimate"], var, df, -float(epsilon), "greater")
     p_upper = _p_value(fit["estimate"], var, df, float(epsilon), "less")

@@ -73,12 +73,13 @@ def compare(a, b, *, method: str, design: str, alternative: str, ci: float,
 
 def equivalence(a, b, *, method: str, epsilon: float, design: str, alpha: float,
                 resample: Sequence[str], nboot: int, seed: int, threads: int | None = None,
-                **seeds) -> dict[str, Any]:
-    """TOST |delta| < epsilon with the configured method: epsilon, equivalence_p, equivalent."""
+                borrowed: Sequence = (), **seeds) -> dict[str, Any]:
+    """TOST |delta| < epsilon with the configured method: epsilon, equivalence_p, equivalent;
+    borrowed as compare's (calibrated only)."""
     _check(method)
     if method == "calibrated":
         r = cal.equivalence(a, b, epsilon=epsilon, design=design, alpha=alpha,
-                            resample=resample, **seeds)
+                            resample=resample, borrowed=borrowed, **seeds)
     else:
         r = mb.equivalence(a, b, epsilon=epsilon, design=design, alpha=alpha, nboot=nboot,
                            seed=seed, resample=resample, threads=threads, **seeds)
