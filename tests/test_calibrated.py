@@ -41,20 +41,23 @@ Y = np.array([[0.2, 0.5, 0.9, 0.4, 0.6],
 
 
 def test_variance_df_and_interval_by_hand():
-    """V = (MS_seed + MS_example - MS_residual) / (S Q); df = the seed term's 2 df divided by
-    its share of V, at most Q - 1; the interval
+    """V = (MS_seed + MS_example - MS_residual) / (S Q) (MS_seed is above the floor here);
+    df = the seed term's 2 df divided by the share of V its charge MS_seed - kappa
+    MS_residual carries, at most Q - 1; the interval
     is mean +- t_df(0.975) sqrt(V), a p-value the t tail beyond (mean - threshold)/sqrt(V).
     The numbers were worked by hand."""
     expected = {  # MS_seed, MS_example, MS_residual, V, df, ci_low, ci_high
         "X": (0.0308333, 0.2341667, 0.0175, 0.020625, 3.0, 0.034623, 0.948711),
-        "Y": (0.1646667, 0.1426667, 0.0021667, 0.0203444, 3.706478, 0.137971, 0.955362)}
+        "Y": (0.1646667, 0.1426667, 0.0021667, 0.0203444, 3.711361, 0.138204, 0.955129)}
     for name, x in (("X", X), ("Y", Y)):
         (n_s, n_e), (ms_s, ms_e, ms_r) = x.shape, mean_squares(x)
         r = cal.mean_interval(x)
         assert r.estimate == pytest.approx(x.mean())
         var = (ms_s + ms_e - ms_r) / (n_s * n_e)
         assert r.se == pytest.approx(math.sqrt(var), rel=1e-12)
-        df = min((n_s - 1) * var / (ms_s / (n_s * n_e)), n_e - 1)
+        assert ms_s >= cal.SEED_FLOOR * ms_r
+        charge = ms_s - cal.RESIDUAL_MARGIN * ms_r
+        df = min((n_s - 1) * var / (charge / (n_s * n_e)), n_e - 1)
         assert r.df == pytest.approx(df, rel=1e-12)
         half = stats.t.ppf(0.975, df) * math.sqrt(var)
         assert (r.ci_low, r.ci_high) == pytest.approx((x.mean() - half, x.mean() + half))
@@ -62,8 +65,8 @@ def test_variance_df_and_interval_by_hand():
         assert p == pytest.approx(stats.t.sf((x.mean() - 0.4) / math.sqrt(var), df))
         assert (ms_s, ms_e, ms_r, var, r.df, r.ci_low, r.ci_high) == pytest.approx(
             expected[name], abs=1e-6), name
-    # X: 4 examples cap the seed rule's 2 / (37/297) = 16.1 df at 3; Y: its seed part carries
-    # 54% of V, so 2 / 0.5396 = 3.71 df, below its 5 examples' 4.
+    # X: 4 examples cap the seed rule's df at 3; Y: the seed charge carries 54% of V, so
+    # 2 / 0.5389 = 3.711 df, below its 5 examples' 4.
     comp = cal.variance_components(X)
     ms_s, ms_e, ms_r = mean_squares(X)
     assert comp["sigma2_residual"] == pytest.approx(ms_r)
@@ -73,15 +76,17 @@ def test_variance_df_and_interval_by_hand():
 
 def test_df_divide_by_the_seed_share_once():
     """Satterthwaite's df would divide by the share squared: the calibrated df are never more
-    (with hundreds of examples the seed rule sets them), equal when the seed part carries all
-    of V."""
+    (with hundreds of examples the seed rule sets them), equal when the seed charge carries
+    all of V."""
     rng = np.random.default_rng(2)
     for seed_sd in (0.005, 0.02, 0.2):
         x = (0.5 + rng.normal(0, seed_sd, (3, 1)) + rng.normal(0, 0.2, (1, 300))
              + rng.normal(0, 0.05, (3, 300)))
         r = cal.mean_interval(x)
-        share = r.terms[0].coef * r.terms[0].ms / r.se**2
-        assert r.df == pytest.approx(2 / share) and r.df <= 2 / share**2
+        seed, resid = (r.terms[i].coef * r.terms[i].ms for i in (0, 2))
+        # the charge: the seed term less kappa times the residual noise (resid < 0)
+        share = (seed + cal.RESIDUAL_MARGIN * resid) / r.se**2
+        assert r.df == pytest.approx(min(2 / share, 299)) and r.df <= 2 / share**2
     seeds_only = cal.mean_interval(X, resample=("seeds",))
     assert seeds_only.df == 2 == cal.satterthwaite(seeds_only.terms)[1]
 

@@ -14,7 +14,9 @@ Reads every per-query evaluation parquet and writes results/stats/*.parquet:
                        train once vs per depth (a train-once arm against strategy top of its
                        recipe at each depth, delta = train-once - per-depth, paired by seed),
                        recipe vs recipe at each depth (paired where the seeds are shared,
-                       single-baseline where one side has one seed, else unpaired); each with
+                       single-baseline where one side has one seed, a trained one's seed
+                       noise borrowed from the multi-seed arms and named in `seed_noise`,
+                       else unpaired); each with
                        joint, seed-only and example-only resampling, and a TOST equivalence
                        verdict |delta| < epsilon
   variance.parquet     share of the variance of the estimate from seeds vs from queries
@@ -35,9 +37,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.core import contracts, intervals
+from workflow_scripts.core import borrowed_seeds, contracts, intervals
 from workflow_scripts.core import multibootstrap as mb
 from workflow_scripts.core.arms import Arm, build_arms, design_for, grid_gaps, load_evals
+from workflow_scripts.core.borrowed_seeds import borrowed_terms
 from workflow_scripts.core.contracts import (
     ALL,
     BASE,
@@ -135,16 +138,39 @@ def strategy_kind(s_a: str, s_b: str) -> tuple[str, str, str]:
     return "strategy", s_a, s_b
 
 
-def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None
-                 ) -> list[dict]:
+def borrowed_pool(arms: dict) -> dict:
+    """Benchmark group -> a one-seed arm's borrowed seed terms (core/borrowed_seeds.py),
+    pooled over the arms with >= 2 seeds; {} when none has 2 seeds."""
+    groups: dict = {}
+    for arm in arms.values():
+        if len(arm.seeds) >= 2:
+            for bench, scores in _groups(arm.scores):
+                groups.setdefault(bench, []).append(scores)
+    return {bench: borrowed_terms(x) for bench, x in groups.items()}
+
+
+def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None,
+                 pool: dict | None = None) -> list[dict]:
+    """The comparison rows of b - a. A trained one-seed arm against a multi-seed one is
+    single-baseline with that arm fixed and, given `pool` (borrowed_pool), its seed noise
+    borrowed; `seed_noise` names the assumption, or says the noise is unknown or that a row
+    is conditional on the one seed (the examples-only ablation)."""
     design = design_for(a, b)
-    alternative = "greater" if kind == "trained_vs_base" else "two-sided"
-    n_resampled = (len(b.seeds),) if design == "single-baseline" else (len(a.seeds),
-                                                                       len(b.seeds))
+    alternative = "two-sided"  # the p matches the two-sided CI beside it (also vs the base)
+    one = [x for x in (a, b) if len(x.seeds) == 1 and x.recipe != BASE]
+    borrow = pool is not None and len(one) == 1 and max(len(a.seeds), len(b.seeds)) >= 2
+    swap = borrow and one[0] is b  # -b is the fixed arm: (-a) - (-b) = b - a
+    if borrow:
+        design = "single-baseline"
+    n_resampled = ((len(a.seeds) if swap else len(b.seeds),) if design == "single-baseline"
+                   else (len(a.seeds), len(b.seeds)))
     axes = intervals.axes_for(*n_resampled)  # the first (widest) also gets the TOST
     seeds_kw = {} if design == "single-baseline" else {"seeds_a": a.seeds, "seeds_b": b.seeds}
     rows = []
     for (bench, sa), (_, sb) in zip(_groups(a.scores), _groups(b.scores), strict=True):
+        terms = pool.get(bench, []) if borrow else []
+        if swap:
+            sa, sb = _negate(sb), _negate(sa)
         for resample in axes:
             common = dict(method=s.interval, design=design, resample=resample, nboot=s.nboot,
                           seed=s.seed, threads=threads, **seeds_kw)
@@ -152,12 +178,31 @@ def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None
                    "recipe_b": b.recipe, "strategy": a.strategy, "strategy_b": b.strategy,
                    "depth_a": a.depth,
                    "depth_b": b.depth, "benchmark": bench,
-                   **intervals.compare(sa, sb, alternative=alternative, ci=s.ci, **common)}
+                   **intervals.compare(sa, sb, alternative=alternative, ci=s.ci,
+                                       borrowed=terms if "seeds" in resample else (),
+                                       **common)}
+            if one:
+                row["seed_noise"] = _seed_noise(one, (pool or {}).get(bench, []),
+                                                borrow and "seeds" in resample)
             if resample == axes[0]:
                 row.update(intervals.equivalence(sa, sb, epsilon=s.equivalence_epsilon,
-                                                 alpha=(1 - s.ci) / 2, **common))
+                                                 alpha=(1 - s.ci) / 2, borrowed=terms,
+                                                 **common))
             rows.append(row)
     return rows
+
+
+def _negate(scores):
+    return {k: -v for k, v in scores.items()} if isinstance(scores, dict) else -scores
+
+
+def _seed_noise(one: list[Arm], terms: list, borrowed: bool) -> str:
+    """What a row with a one-seed arm assumes (borrowed_seeds.caveat), or that it is
+    conditional on that seed (an ablation, or no seed axis to add the noise to)."""
+    labels = ", ".join(x.label for x in one)
+    if terms and not borrowed:
+        return f"conditional on the one seed of {labels}: its seed noise is not included"
+    return borrowed_seeds.caveat(labels, terms)
 
 
 def variance_table(arms: dict, s: Stats, threads: int | None = None) -> pd.DataFrame:
@@ -219,8 +264,9 @@ def run(eval_paths, out_dir, s: Stats, *, budget_order=(), threads: int | None =
     hits = {k: {b: x.astype(bool) for b, x in a.scores.items()}
             for k, a in build_arms(df_hit, "top1").items()}
     pairs = comparison_pairs(arms, list(budget_order))
+    pool = borrowed_pool(arms)
     comparisons = [row for kind, ka, kb in pairs
-                   for row in compare_arms(kind, arms[ka], arms[kb], s, threads)]
+                   for row in compare_arms(kind, arms[ka], arms[kb], s, threads, pool)]
     tables = {
         "ci": ci_table(arms, s, threads),
         "seeds": seed_table(arms),

@@ -1,5 +1,10 @@
 """Decide claims: each member's estimate, interval and one-sided p-values, Holm over a claim's
-members, and the verdict (docs/claims.md has the rules).
+members on the refute side, and the verdict (docs/claims.md has the rules).
+
+A claim over several members is a conjunction ("at every depth"): supported when every member
+is. By the intersection-union principle each member's own level-alpha test already bounds the
+error of "supported" at alpha, so the support side takes no correction (`p_support_holm` is
+`p_support`); "refuted" needs one member refuted, a union, and keeps Holm's correction.
 
 Every estimate is a linear contrast that core/intervals.compare tests, so each design and
 both interval methods serve every kind:
@@ -21,6 +26,7 @@ ci interval lies on one side of the threshold.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,8 +39,9 @@ from workflow_scripts.claims.data import Data
 from workflow_scripts.claims.latency import decide_latency
 from workflow_scripts.claims.onset import decide_onset
 from workflow_scripts.claims.spec import ALL_BENCHMARKS, Claim, Member, arm_label
+from workflow_scripts.core import borrowed_seeds, intervals, notation, seed_planning
 from workflow_scripts.core import calibrated as cal
-from workflow_scripts.core import intervals, notation, seed_planning
+from workflow_scripts.core.arms import check_aligned
 from workflow_scripts.core.contracts import BASE
 
 COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "test",
@@ -115,25 +122,40 @@ class Contrast:
 
 
 def contrast(m: Member, data: Data) -> Contrast:
+    if m.study == "biencoder" and m.a is not None:
+        arms = data.biencoder[m.metric]
+        check_aligned(arms[m.a], arms[m.b])
     b, seeds_b = _side(m, data, m.b)
     if m.a is None:  # a mean: against a fixed arm of zeros on the same examples
         a, seeds_a = _map(b, lambda v: np.zeros((1, v.shape[-1]))), (None,)
     else:
         a, seeds_a = _side(m, data, m.a)
-    caveats = [f"seed variance not covered on {arm_label(m.study, k)} (one seed)"
-               for k, seeds in ((m.a, seeds_a), (m.b, seeds_b))
-               if k is not None and len(seeds) == 1 and k[0] != BASE]
+    one_seed = [k for k, seeds in ((m.a, seeds_a), (m.b, seeds_b))
+                if k is not None and len(seeds) == 1 and k[0] != BASE]
+    # A trained one-seed arm's seed noise, borrowed from the study's multi-seed arms (the
+    # untrained base is one deterministic model: it has none).
+    borrowed = _borrowed(m, data) if one_seed and set(seeds_a) != set(seeds_b) else []
+    caveats = [borrowed_seeds.caveat(arm_label(m.study, k), borrowed) for k in one_seed]
     if set(seeds_a) == set(seeds_b):
         return Contrast(a, b, "paired", {"seeds_a": seeds_a, "seeds_b": seeds_b},
                         intervals.axes_for(len(seeds_a))[0], caveats)
     if len(seeds_a) == 1:
-        return Contrast(a, b, "single-baseline", {}, intervals.axes_for(len(seeds_b))[0],
-                        caveats)
+        return Contrast(a, b, "single-baseline", {"borrowed": borrowed},
+                        intervals.axes_for(len(seeds_b))[0], caveats)
     if len(seeds_b) == 1:
-        return Contrast(a, b, "single-baseline", {}, intervals.axes_for(len(seeds_a))[0],
-                        caveats, swap=True)
+        return Contrast(a, b, "single-baseline", {"borrowed": borrowed},
+                        intervals.axes_for(len(seeds_a))[0], caveats, swap=True)
     return Contrast(a, b, "unpaired", {"seeds_a": seeds_a, "seeds_b": seeds_b},
                     intervals.axes_for(len(seeds_a), len(seeds_b))[0], caveats)
+
+
+def _borrowed(m: Member, data: Data) -> list:
+    """The one-seed arm's borrowed seed terms: pooled over the study's arms of >= 2 seeds, in
+    the member's layout (borrowed_seeds.py); [] when the study has none (bi-encoder only)."""
+    if m.study != "biencoder":
+        return []
+    arms = [k for k, arm in data.biencoder[m.metric].items() if len(arm.seeds) >= 2]
+    return borrowed_seeds.borrowed_terms(_side(m, data, k)[0] for k in arms)
 
 
 # ---------------------------------------------------------------------------------------
@@ -142,9 +164,13 @@ def contrast(m: Member, data: Data) -> Contrast:
 def _compare(c: Contrast, opts: dict, alternative: str, threshold: float, threads,
              rho: float = 1.0) -> dict:
     a, b = c.sides(rho)
+    kwargs = dict(c.kwargs)
+    if kwargs.get("borrowed") and rho != 1.0 and not c.swap:  # the fixed arm is rho * a
+        kwargs["borrowed"] = [dataclasses.replace(t, coef=t.coef * rho**2)
+                              for t in kwargs["borrowed"]]
     return intervals.compare(a, b, design=c.design, alternative=alternative,
                              threshold=threshold, resample=c.resample, threads=threads,
-                             **opts, **c.kwargs)
+                             **opts, **kwargs)
 
 
 def _fieller(c: Contrast, opts: dict, estimate: float, threads) -> tuple[float, float]:
@@ -280,10 +306,10 @@ def decide_claim(claim: Claim, data: Data, options: Options) -> list[dict]:
           else options.ci for m in claim.members}
     alpha = (1 - min(ci.values())) / 2
     live = [i for i, r in enumerate(rows) if r.get("verdict") != "not-applicable"]
-    for col in ("p_support", "p_refute"):
-        adj = holm([rows[i].get(col, math.nan) for i in live])
-        for i, p in zip(live, adj, strict=True):
-            rows[i][f"{col}_holm"] = p
+    adj = holm([rows[i].get("p_refute", math.nan) for i in live])
+    for i, p in zip(live, adj, strict=True):
+        rows[i]["p_refute_holm"] = p
+        rows[i]["p_support_holm"] = rows[i].get("p_support", math.nan)  # intersection-union
     out = []
     for m, r in zip(claim.members, rows, strict=True):
         plan = r.pop("_plan", None)

@@ -357,7 +357,7 @@ def members_of(part: dict, claim_id: str, index: int, grid: Grid, where: str) ->
             raise ClaimError(f"{where}.metric: the learning curves are computed for "
                              f"{grid.curve_metric} (stats.metric) only")
     elif study == "biencoder":
-        metric = metric or grid.metrics[0]
+        metric = metric or grid.curve_metric or grid.metrics[0]  # stats.metric by default
         if metric not in grid.metrics:
             raise ClaimError(f"{where}.metric: {metric!r} is not a metric the evaluation "
                              f"writes ({', '.join(grid.metrics)})")

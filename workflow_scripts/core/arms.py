@@ -5,7 +5,7 @@ the comparison design two arms' seeds allow. Shared by the stats stage and the c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,7 @@ class Arm:
     depth: int
     seeds: tuple[int, ...]
     scores: dict  # benchmark -> float array [seeds, queries], queries sorted by id
+    query_ids: dict = field(default_factory=dict, compare=False)  # benchmark -> the ids, sorted
 
     @property
     def label(self) -> str:
@@ -49,7 +50,7 @@ def build_arms(df: pd.DataFrame, metric: str) -> dict[tuple, Arm]:
             raise contracts.DataError(f"{recipe}/{strategy}{depth}: no evaluation on benchmark(s) "
                                       f"{', '.join(lacking)} that other models have")
         seeds = tuple(sorted(int(s) for s in g["seed"].unique()))
-        scores = {}
+        scores, ids = {}, {}
         for bench, gb in g.groupby("benchmark", sort=True):
             wide = gb.pivot(index="seed", columns="query_id", values=metric)
             if set(wide.index) != set(seeds) or wide.isna().any().any():
@@ -57,8 +58,11 @@ def build_arms(df: pd.DataFrame, metric: str) -> dict[tuple, Arm]:
                 raise contracts.DataError(
                     f"{recipe}/{strategy}{depth}/{bench}: seeds do not share one query set "
                     f"or a seed is missing ({files})")
-            scores[bench] = wide.loc[list(seeds)].sort_index(axis=1).to_numpy(np.float64)
-        arms[(recipe, strategy, int(depth))] = Arm(recipe, strategy, int(depth), seeds, scores)
+            wide = wide.loc[list(seeds)].sort_index(axis=1)
+            scores[bench] = wide.to_numpy(np.float64)
+            ids[bench] = tuple(str(q) for q in wide.columns)
+        arms[(recipe, strategy, int(depth))] = Arm(recipe, strategy, int(depth), seeds, scores,
+                                                   ids)
     return arms
 
 
@@ -82,9 +86,26 @@ def grid_gaps(arms: dict[tuple, Arm], expected: dict) -> list[str]:
     return gaps
 
 
+def check_aligned(a: Arm, b: Arm) -> None:
+    """Every comparison pairs the two arms' scores example by example (column k of one with
+    column k of the other): their query ids must be the same on every shared benchmark, or a
+    DataError names the first id present in one arm only."""
+    for bench in sorted(set(a.query_ids) & set(b.query_ids)):
+        ids_a, ids_b = set(a.query_ids[bench]), set(b.query_ids[bench])  # sorted, unique
+        only = sorted(ids_a ^ ids_b)
+        if only:
+            qid = only[0]
+            side = a.label if qid in ids_a else b.label
+            raise contracts.DataError(
+                f"{a.label} vs {b.label} on {bench}: query {qid!r} is evaluated for {side} "
+                f"only ({len(only)} ids differ); comparisons align queries by id")
+
+
 def design_for(a: Arm, b: Arm) -> str:
     """Paired where the arms share their seeds, single-baseline where `a` is one model (the
-    untrained base, or a one-seed recipe), else unpaired."""
+    untrained base, or a one-seed recipe), else unpaired. The arms' queries must align
+    (`check_aligned`)."""
+    check_aligned(a, b)
     if set(a.seeds) == set(b.seeds):
         return "paired"
     if len(a.seeds) == 1:

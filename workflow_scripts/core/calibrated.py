@@ -8,34 +8,46 @@ bench/coverage.py measures both; docs/statistics.md has the table and the reason
 The model, per arm and benchmark: score[s, e] = mu + seed[s] + example[e] + residual[s, e]
 (two-way crossed random effects; runs of one seed are averaged first). The estimate is the
 Multi-Bootstrap's: sum over arms of sign * (unweighted mean over benchmarks of the grand mean).
-Its variance is a sum of two parts, each a linear combination of mean squares (`Term`s):
+Its variance V = sigma2_seed / S + sigma2_example / Q + sigma2_residual / (S Q) (one [S, Q]
+array) is estimated from three kinds of mean squares (`Term`s):
 
-  seed part     per arm whose seeds are random: var over seeds of the seed's metric / S
-                (the seed's metric = its mean over examples, averaged over benchmarks)
-  example part  per benchmark: var over examples of the signed sum of the arms' seed-means,
-                / (K^2 Q); minus, per random-seed arm and benchmark, MS_residual / (K^2 Q S),
-                the seed x example noise the seed part already holds. Clipped at 0.
+  seed term     per arm whose seeds are random: var over seeds of the seed's metric / S
+                (the seed's metric = its mean over examples, averaged over benchmarks);
+                M estimates sigma2_seed / S + r: it holds the seed x example noise r too
+  example term  per benchmark: var over examples of the signed sum of the arms' seed-means,
+                / (K^2 Q); X estimates sigma2_example / Q + r (always >= 0, Q - 1 df)
+  residual term per random-seed arm and benchmark: MS_residual / (K^2 Q S) = r, the seed x
+                example noise, with (S - 1)(Q - 1) df: known well
 
-For one [S, Q] array that is (MS_seed + MS_example - MS_residual) / (S Q). Paired arms are one
-array of differences; single-baseline has no seed term for its fixed model; unpaired arms have
-one seed term each, merged into one with Welch's df (`welch`); a mapping of benchmarks is the
-stratified mean with one seed axis shared by all benchmarks. resample=("seeds",) keeps the
-seed part only (examples fixed), ("examples",) the example terms only (seeds fixed).
+V_hat = X - r + max(M, c r) summed over the seed terms (c = SEED_FLOOR = 1/2): the residual
+noise is charged to the example term, which estimates it whole, and the seed term M, which
+estimates at least r, is counted as at least c r; never below sum M or c X, so never 0 while
+X is not. Paired arms are one array of differences; single-baseline has no seed term for its
+fixed model; unpaired arms have one seed term each; a mapping of benchmarks is the stratified mean
+with one seed axis shared by all benchmarks. resample=("seeds",) keeps the seed terms only
+(examples fixed), ("examples",) the example terms only (seeds fixed).
 
-The interval is estimate +- t_df * sqrt(V), with calibrated degrees of freedom
-(`calibrated_df`): the seed term's df divided by its share of V,
+The interval is estimate +- t_df * sqrt(V_hat), with calibrated degrees of freedom
+(`calibrated_df`): the seed terms' df divided by the share of V_hat their charge carries,
 
-  df = df_seed * V / seed part        (df_seed = S - 1; unpaired arms: Welch's 1947 merge)
+  df = df_seed * V_hat / sum(max(M - kappa r, 0))     (df_seed = S - 1; kappa =
+                                                       RESIDUAL_MARGIN = 0.1; several arms:
+                                                       Welch 1947 on the charges)
 
-the example part taken as known (its df are in the hundreds: Q - 1 only caps df).
-Satterthwaite's df divide by the share squared; with 3 seeds the seed term rests on 2 df, and
-whenever its mean square comes out small its squared share drops fast, the df jump up and the
-t quantile shrinks exactly when the interval is already too short. Dividing by the share once
-keeps the coverage of a nominal 95% interval at 2 seed df within 94.2-96.3% whatever the
-share, where Satterthwaite's falls to 92.2% and the generalized pivot (fiducial) interval
-rises to 97.6% (exact integration: `python bench/coverage.py --theory`; simulated designs:
-docs/coverage.md). With the seed part alone it is exactly Student's t with S - 1 df; p-values,
-the TOST and the seed planner (seed_planning.py) use the same t.
+at least df_seed, at most the example terms' smallest df (Q - 1), and the example terms'
+Satterthwaite df when no charge is left. The example part is taken as known (hundreds of df).
+Why: each seed mean square rests on S - 1 df; dividing the df by its share once (Satterthwaite
+divides by the share squared) keeps a nominal 95% interval at 2 seed df within 93-97% whatever
+the share. The rule before (V_hat = X - r + M, the whole of M charged: kappa = c = 0 without
+the floor) wasted width where seeds do not matter (M is then all residual noise and the df
+stay near S - 1: binary outcomes at 3 seeds got 1.87x the known-variance width) and
+collapsed when X - r nearly cancelled (df 0.02). (kappa, c) is a frontier: more floor and
+less margin over-cover where seeds do not matter, the reverse under-covers where seeds carry
+most of V. (0.1, 1/2) keeps every simulated cell with >= 3 seeds within 93.2-96.6%, at
+1.3x (continuous) to 1.65x (binary) the known-variance width where seeds do not matter
+(docs/statistics.md, `python bench/coverage_edges.py --theory` and its simulation). With the
+seed part alone it is exactly Student's t with S - 1 df; p-values, the TOST and the seed
+planner (seed_planning.py) use the same t.
 
 Imports numpy and scipy only, like multibootstrap.py, whose input checks it shares.
 """
@@ -80,6 +92,7 @@ class Term:
     ms: float
     df: float
     seeds: int = 0  # the seed count coef divides by (seed and residual terms); 0: none
+    arm: str = ""  # the arm whose seeds a seed or residual term belongs to
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,7 +153,7 @@ def variance_terms(arms: list[Arm], resample: tuple[str, ...]) -> list[Term]:
             metric = np.mean([blk.mean(axis=1) for blk in arm.blocks], axis=0)
             n = len(metric)
             terms.append(Term(f"seeds of {arm.name}", "seeds", 1 / n,
-                              float(np.var(metric, ddof=1)), n - 1, n))
+                              float(np.var(metric, ddof=1)), n - 1, n, arm.name))
     if "examples" in resample:
         for k in range(n_bench):
             d = sum(a.sign * a.blocks[k].mean(axis=0) for a in arms)
@@ -153,15 +166,37 @@ def variance_terms(arms: list[Arm], resample: tuple[str, ...]) -> list[Term]:
                 s, q = blk.shape
                 terms.append(Term(f"residual of {arm.name}, benchmark {k}", "examples",
                                   -1 / (n_bench**2 * q * s), _residual_ms(blk),
-                                  (s - 1) * (q - 1), s))
+                                  (s - 1) * (q - 1), s, arm.name))
     return terms
 
 
+RESIDUAL_MARGIN = 0.1  # kappa: the share of the residual noise the seed charge leaves out
+SEED_FLOOR = 0.5  # c: the seed term is counted as at least c times the residual it holds
+
+
+def _seed_arms(terms: Sequence[Term]) -> list[tuple[float, float, float]]:
+    """Per seed term: (M, r, df), M = coef * ms of the seed term, r = the seed x example
+    noise it holds (its arm's residual terms, as a positive variance), df its df."""
+    resid: dict[str, float] = {}
+    for t in terms:
+        if t.part == "examples" and t.coef < 0:
+            resid[t.arm] = resid.get(t.arm, 0.0) - t.coef * t.ms
+    return [(t.coef * t.ms, resid.get(t.arm, 0.0) if t.arm else 0.0, t.df)
+            for t in terms if t.part == "seeds"]
+
+
+def _example_terms(terms: Sequence[Term]) -> list[Term]:
+    """The example terms proper (variance over examples; the residual terms excluded)."""
+    return [t for t in terms if t.part == "examples" and t.coef > 0]
+
+
 def total_variance(terms: Sequence[Term]) -> float:
-    """Seed part + example part clipped at 0 (its true value is >= 0)."""
-    seeds = sum(t.coef * t.ms for t in terms if t.part == "seeds")
-    examples = sum(t.coef * t.ms for t in terms if t.part == "examples")
-    return float(seeds + max(examples, 0.0))
+    """V = X + sum over seed terms of max(M - r, -kappa r), never below sum M or (1 - kappa) X
+    (module docstring): X the example terms, M a seed term, r the residual noise it holds."""
+    x = sum(t.coef * t.ms for t in _example_terms(terms))
+    arms = _seed_arms(terms)
+    var = x + sum(max(m, SEED_FLOOR * r) - r for m, r, _ in arms)
+    return float(max(var, sum(m for m, _, _ in arms), SEED_FLOOR * x, 0.0))
 
 
 def _combine(terms: Sequence[Term]) -> tuple[float, float]:
@@ -172,16 +207,25 @@ def _combine(terms: Sequence[Term]) -> tuple[float, float]:
 
 
 def satterthwaite(terms: Sequence[Term]) -> tuple[float, float]:
-    """(variance estimate, Satterthwaite df): the plug-in t interval's ingredients, kept as
-    the textbook reference (bench/coverage.py prints its coverage beside the calibrated one).
-    The example part is dropped when it estimates below 0. When the example part nearly
-    cancels, the formula's df collapses towards 0 (its terms are large, their net tiny); the
-    df is kept at least the seed terms' smallest, as if the example part were known."""
-    var = total_variance(terms)
+    """(variance estimate, Satterthwaite df): the textbook plug-in t interval's ingredients
+    on the previous decomposition (seed terms + example part with the residual subtracted,
+    clipped at 0), kept as the reference bench/coverage.py prints beside the calibrated one.
+    When the example part nearly cancels, the formula's df collapses towards 0 (its terms are
+    large, their net tiny); the df is kept at least the seed terms' smallest."""
+    seeds = sum(t.coef * t.ms for t in terms if t.part == "seeds")
     examples = sum(t.coef * t.ms for t in terms if t.part == "examples")
+    var = float(seeds + max(examples, 0.0))
     _, df = _combine([t for t in terms if t.part == "seeds" or examples > 0])
     seed_dfs = [t.df for t in terms if t.part == "seeds"]
     return var, max(df, min(seed_dfs)) if seed_dfs else df
+
+
+def _welch_df(values: Sequence[float], dfs: Sequence[float]) -> float:
+    """Welch's (1947) df of a sum of independent variance estimates: sum^2 / sum(v^2 /
+    (df + 2)) - 2, at least the smallest df; all zero: the largest df (any gives 0)."""
+    var = sum(values)
+    denom = sum(v**2 / (d + 2) for v, d in zip(values, dfs, strict=True))
+    return max(var**2 / denom - 2, min(dfs)) if denom > 0 else max(dfs)
 
 
 def welch(terms: Sequence[Term]) -> list[Term]:
@@ -193,28 +237,26 @@ def welch(terms: Sequence[Term]) -> list[Term]:
     seeds = [t for t in terms if t.part == "seeds"]
     if len(seeds) < 2:
         return list(terms)
-    var = sum(t.coef * t.ms for t in seeds)
-    denom = sum((t.coef * t.ms) ** 2 / (t.df + 2) for t in seeds)
-    # No seed variance at all: any df gives the same zero.
-    df = max(var**2 / denom - 2, min(t.df for t in seeds)) if denom > 0 else max(
-        t.df for t in seeds)
-    merged = Term("seeds of all arms (Welch)", "seeds", 1.0, var, df)
+    values = [t.coef * t.ms for t in seeds]
+    merged = Term("seeds of all arms (Welch)", "seeds", 1.0, sum(values),
+                  _welch_df(values, [t.df for t in seeds]))
     return [merged, *(t for t in terms if t.part != "seeds")]
 
 
 def calibrated_df(terms: Sequence[Term]) -> float:
-    """The t interval's degrees of freedom (module docstring): the seed term's df (several
-    arms' merged by `welch`) divided by its share of the variance, the example part taken as
-    known, but never more than the fewest examples give (the smallest example term's df).
-    Seeds that do not vary (or are not resampled) leave the example part alone: its
-    Satterthwaite df."""
-    terms = welch(terms)
-    examples = [t for t in terms if t.part == "examples"]
-    seed = sum(t.coef * t.ms for t in terms if t.part == "seeds")
-    if not seed > 0:
-        return satterthwaite(examples)[1] if examples else math.inf
-    df_seed = next(t.df for t in terms if t.part == "seeds")
-    return min([df_seed * total_variance(terms) / seed, *(t.df for t in examples)])
+    """The t interval's degrees of freedom (module docstring): the seed terms' df (several
+    arms' merged with Welch's 1947 rule) divided by their charge's share of V, the charge
+    being each seed term less kappa times the residual noise it holds; never below the seed
+    df, never more than the fewest examples give (the smallest example term's df). No charge
+    left (seeds that do not vary, or not resampled): the example terms' Satterthwaite df."""
+    examples = _example_terms(terms)
+    arms = _seed_arms(terms)
+    charge = [max(m - RESIDUAL_MARGIN * r, 0.0) for m, r, _ in arms]
+    if not sum(charge) > 0:
+        return _combine(examples)[1] if examples else math.inf
+    df_seed = _welch_df(charge, [d for _, _, d in arms])
+    df = max(df_seed * total_variance(terms) / sum(charge), df_seed)
+    return min([df, *(t.df for t in examples)])
 
 
 def t_half_width(var: float, df: float, ci: float) -> float:
@@ -244,11 +286,17 @@ def _check(ci, resample) -> tuple[str, ...]:
     return check_resample(resample)
 
 
-def _fit(arms, keys, design, ci, resample) -> dict:
-    """The result fields every function shares."""
+def _fit(arms, keys, design, ci, resample, borrowed: Sequence[Term] = ()) -> dict:
+    """The result fields every function shares; `borrowed`: a one-seed arm's seed terms
+    (borrowed_seeds.py), its residual term only where examples are resampled too."""
     check_sizes(arms, resample)
+    if borrowed and design != "single-baseline":
+        raise ValueError("borrowed seed terms are for the single-baseline design's one-seed "
+                         f"arm; got design {design!r}")
     estimate = float(sum(a.sign * np.mean([blk.mean() for blk in a.blocks]) for a in arms))
-    terms = tuple(variance_terms(arms, resample))
+    extra = [t for t in borrowed if "seeds" in resample and (t.part == "seeds"
+                                                             or resample == AXES)]
+    terms = tuple(variance_terms(arms, resample)) + tuple(extra)
     var, df = total_variance(terms), calibrated_df(terms)
     h = t_half_width(var, df, ci)
     return {"estimate": estimate, "ci_low": estimate - h, "ci_high": estimate + h,
@@ -269,17 +317,19 @@ def mean_interval(scores, *, ci: float = 0.95, resample: Sequence[str] = AXES
 
 def compare(a, b, *, design: str = "paired", threshold: float = 0.0,
             alternative: str = "greater", ci: float = 0.95, resample: Sequence[str] = AXES,
-            seeds_a: Sequence | None = None, seeds_b: Sequence | None = None
-            ) -> CalibratedResult:
+            seeds_a: Sequence | None = None, seeds_b: Sequence | None = None,
+            borrowed: Sequence[Term] = ()) -> CalibratedResult:
     """Calibrated test of delta = metric(b) - metric(a); arguments as multibootstrap.compare's
-    (no nboot, seed or threads: nothing is resampled)."""
+    (no nboot, seed or threads: nothing is resampled). borrowed: single-baseline only, the
+    fixed arm's seed noise borrowed from the study's multi-seed arms
+    (borrowed_seeds.borrowed_terms)."""
     resample = _check(ci, resample)
     if alternative not in ALTERNATIVES:
         raise ValueError(f"unknown alternative {alternative!r}; expected one of {ALTERNATIVES}")
     if not math.isfinite(float(threshold)):
         raise ValueError(f"threshold must be finite; got {threshold!r}")
     arms, keys = two_arms(a, b, design, seeds_a, seeds_b)
-    fit = _fit(arms, keys, design, ci, resample)
+    fit = _fit(arms, keys, design, ci, resample, borrowed)
     p = _p_value(fit["estimate"], fit["se"] ** 2, fit["df"], float(threshold), alternative)
     return CalibratedResult(p_value=p, threshold=float(threshold), alternative=alternative,
                             **fit)
@@ -287,9 +337,10 @@ def compare(a, b, *, design: str = "paired", threshold: float = 0.0,
 
 def equivalence(a, b, *, epsilon: float, design: str = "paired", alpha: float = 0.05,
                 resample: Sequence[str] = AXES, seeds_a: Sequence | None = None,
-                seeds_b: Sequence | None = None) -> CalibratedEquivalence:
+                seeds_b: Sequence | None = None, borrowed: Sequence[Term] = ()
+                ) -> CalibratedEquivalence:
     """Is |delta| < epsilon? Two one-sided tests: p_lower of H0 delta <= -epsilon, p_upper of
-    H0 delta >= epsilon; equivalent = max of both < alpha."""
+    H0 delta >= epsilon; equivalent = max of both < alpha. borrowed: as compare's."""
     check_open_unit("alpha", alpha)
     if not float(alpha) < 0.5:
         raise ValueError(f"alpha must be below 0.5 (the interval is 1 - 2 alpha); got {alpha!r}")
@@ -297,7 +348,7 @@ def equivalence(a, b, *, epsilon: float, design: str = "paired", alpha: float = 
         raise ValueError(f"epsilon must be a positive number; got {epsilon!r}")
     resample = _check(1 - 2 * float(alpha), resample)
     arms, keys = two_arms(a, b, design, seeds_a, seeds_b)
-    fit = _fit(arms, keys, design, 1 - 2 * float(alpha), resample)
+    fit = _fit(arms, keys, design, 1 - 2 * float(alpha), resample, borrowed)
     var, df = fit["se"] ** 2, fit["df"]
     p_lower = _p_value(fit["estimate"], var, df, -float(epsilon), "greater")
     p_upper = _p_value(fit["estimate"], var, df, float(epsilon), "less")

@@ -59,24 +59,27 @@ def mean(scores, *, method: str, ci: float, resample: Sequence[str], nboot: int,
 
 def compare(a, b, *, method: str, design: str, alternative: str, ci: float,
             resample: Sequence[str], nboot: int, seed: int, threads: int | None = None,
-            **seeds) -> dict[str, Any]:
-    """Test of delta = metric(b) - metric(a) (inputs as multibootstrap.compare's)."""
+            borrowed: Sequence = (), **seeds) -> dict[str, Any]:
+    """Test of delta = metric(b) - metric(a) (inputs as multibootstrap.compare's). borrowed:
+    a one-seed arm's seed terms (core/borrowed_seeds.py), for the calibrated interval; the
+    Multi-Bootstrap beside it stays conditional on that one seed."""
     _check(method)
     ref = mb.compare(a, b, design=design, alternative=alternative, ci=ci, resample=resample,
                      nboot=nboot, seed=seed, threads=threads, **seeds)
     r = (cal.compare(a, b, design=design, alternative=alternative, ci=ci, resample=resample,
-                     **seeds) if method == "calibrated" else ref)
+                     borrowed=borrowed, **seeds) if method == "calibrated" else ref)
     return _row(r, ref, nboot)
 
 
 def equivalence(a, b, *, method: str, epsilon: float, design: str, alpha: float,
                 resample: Sequence[str], nboot: int, seed: int, threads: int | None = None,
-                **seeds) -> dict[str, Any]:
-    """TOST |delta| < epsilon with the configured method: epsilon, equivalence_p, equivalent."""
+                borrowed: Sequence = (), **seeds) -> dict[str, Any]:
+    """TOST |delta| < epsilon with the configured method: epsilon, equivalence_p, equivalent;
+    borrowed as compare's (calibrated only)."""
     _check(method)
     if method == "calibrated":
         r = cal.equivalence(a, b, epsilon=epsilon, design=design, alpha=alpha,
-                            resample=resample, **seeds)
+                            resample=resample, borrowed=borrowed, **seeds)
     else:
         r = mb.equivalence(a, b, epsilon=epsilon, design=design, alpha=alpha, nboot=nboot,
                            seed=seed, resample=resample, threads=threads, **seeds)

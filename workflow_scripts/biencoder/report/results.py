@@ -86,7 +86,7 @@ def comparison_section(comp: pd.DataFrame) -> str:
     titles = {
         "trained_vs_base": ("Training vs the untrained truncated base",
                             "single-baseline design (the base is one deterministic model); "
-                            "p = P(δ ≤ 0), one-sided."),
+                            "p two-sided, as the CI beside it."),
         "depth": ("Depth vs depth within a recipe",
                   "paired by seed; p two-sided; `equivalent` = TOST |δ| < ε at the CI level."),
         "strategy": ("Depth strategy vs depth strategy",
@@ -107,6 +107,10 @@ def comparison_section(comp: pd.DataFrame) -> str:
                 f"{fmt(bool(e))} ({eps:g}, p={p_fmt(p)})" for e, eps, p in
                 zip(joint.equivalent, joint.epsilon, joint.equivalence_p, strict=True)]})
             cols.append("equivalent (ε)")
+        if "seed_noise" in joint and joint.seed_noise.fillna("").astype(bool).any():
+            # a one-seed arm: the assumption its seed noise rests on, beside its row
+            joint = joint.assign(**{"seed noise": joint.seed_noise.fillna("")})
+            cols.append("seed noise")
         out.append(f"### {title}\n\n{note}\n\n{md_table(joint[cols])}\n")
     # The paper's ablation: how wide the intervals are when only one axis is resampled.
     ab = comp.assign(width=comp.ci_high - comp.ci_low)
@@ -137,7 +141,8 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame,
                        v[["recipe", "strategy", "depth", "benchmark", "var_joint",
                           "share_seeds", "share_examples", "share_interaction"]], 3) + "\n")
     if not plan.empty:
-        quantiles = ("Student-t quantiles with Satterthwaite degrees of freedom"
+        quantiles = ("Student-t quantiles (the calibrated interval's degrees of freedom for "
+                     "the half-width, Welch's 2(n − 1) for δ)"
                      if (plan["interval"] == "calibrated").all()
                      else "normal quantiles")
         plan_level = contracts.ci_level(plan) if "ci" in plan else level

@@ -1,0 +1,62 @@
+"""Claims at the edges: the default metric of a bi-encoder claim is stats.metric (as for
+onset claims), so that one claim set cannot mix metrics silently."""
+
+from __future__ import annotations
+
+from workflow_scripts.claims import spec
+
+
+def _grid(stats_metric: str | None) -> spec.Grid:
+    conf = {"recipes": {"r1": {"seeds": [1, 2, 3]}}, "depths": [1, 2], "strategies": ["top"],
+            "benchmarks": ["b1"]}
+    if stats_metric:
+        conf["stats"] = {"metric": stats_metric}
+    return spec.grid_from_config(conf)
+
+
+def test_biencoder_claim_without_metric_uses_stats_metric():
+    claim = [{"id": "d", "statement": "s", "a": {"recipe": "r1", "depth": 1},
+              "b": {"recipe": "r1", "depth": 2}, "test": "greater"}]
+    (c,) = spec.parse(claim, _grid("recall@100"))
+    assert [m.metric for m in c.members] == ["recall@100"]
+    (c,) = spec.parse(claim, _grid(None))  # no stats.metric: the grid's first metric
+    assert [m.metric for m in c.members] == ["ndcg@10"]
+    (c,) = spec.parse([{**claim[0], "metric": "mrr@10"}], _grid("recall@100"))
+    assert [m.metric for m in c.members] == ["mrr@10"]
+
+
+def _family_with(monkeypatch, p_support, p_refute) -> tuple[str, list]:
+    """A claim of two members (adjacent depths) whose one-sided p-values are given."""
+    from workflow_scripts.claims import decide
+    from workflow_scripts.claims.data import Data
+
+    values = iter(zip(p_support, p_refute, strict=True))
+
+    def member(m, data, options):
+        sup, ref = next(values)
+        return {"estimate": 0.01, "p_support": sup, "p_refute": ref, "design": "paired"}
+
+    monkeypatch.setattr(decide, "decide_member", member)
+    conf_grid = spec.grid_from_config({"recipes": {"r1": {"seeds": [1, 2, 3]}},
+                                       "depths": [1, 2, 3], "strategies": ["top"],
+                                       "benchmarks": ["b1"]})
+    claims = spec.parse([{"id": "f", "statement": "s", "adjacent": {"recipe": "r1",
+                          "depth": "all"}, "test": "greater"}], conf_grid)
+    table = decide.decide(claims, Data(biencoder={}), decide.Options(nboot=100))
+    return table.iloc[0]["verdict"], table[table.row == "member"]
+
+
+def test_support_side_of_a_conjunction_takes_no_holm(monkeypatch):
+    """Every member supported at alpha = 0.025 on its own: the conjunction is supported (Holm
+    would have made the p-values 0.04 and the claim inconclusive)."""
+    verdict, members = _family_with(monkeypatch, (0.02, 0.02), (0.9, 0.9))
+    assert verdict == "supported"
+    assert members.p_support_holm.tolist() == members.p_support.tolist() == [0.02, 0.02]
+
+
+def test_refute_side_keeps_holm(monkeypatch):
+    """Two members each refuted alone at 0.02: after Holm (0.04 > 0.025) neither is, so the
+    claim is inconclusive, not refuted."""
+    verdict, members = _family_with(monkeypatch, (0.9, 0.9), (0.02, 0.02))
+    assert verdict == "inconclusive"
+    assert members.p_refute_holm.tolist() == [0.04, 0.04]
