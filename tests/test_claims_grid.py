@@ -51,6 +51,8 @@ def test_one_depth_leaves_sets_and_contrasts_of_depths_not_applicable():
     na = {cid: c.not_applicable for cid, c in claims.items() if c.not_applicable}
     assert "pairs: names 1 arm(s); a set needs 2 or more" in na["depth-invariant-short"]
     assert "among: no arm besides the candidate" in na["middle-most-robust"]
+    assert na["deepest-beats-shallowest"] == (
+        "a and b name the same arm in this config (long/top2)")
     assert "long-degrades" not in na and "per-depth-beats-train-once" not in na
 
 

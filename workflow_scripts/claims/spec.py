@@ -309,7 +309,7 @@ def parse(claims: list[dict], grid: Grid) -> list[Claim]:
             except ClaimError as gap:
                 wider = wider or possible(grid, depths_named(claims))
                 _check_possible(part, cid, j, wider, pw, gap)
-                gaps.append(str(gap)[len(where):].lstrip("."))
+                gaps.append(str(gap)[len(where):].lstrip(".: "))
         why = "; ".join(gaps)
         if missing:
             names = {"biencoder": "bi-encoder study (recipes:)", "latency": "latency ladder "
