@@ -31,6 +31,9 @@ STUDY_AXES = {"biencoder": ("recipe", "strategy", "depth"), "ladder": ("config",
 # Per-depth strategies (config/schema.yaml's `strategies`, biencoder/model/truncation.py;
 # tests/test_claims_grid.py holds them equal).
 PER_DEPTH_STRATEGIES = ("top", "bottom", "alternate", "freeze")
+# core/contracts.py's METRICS and ladder.METHODS (tests/test_claims.py holds them equal).
+METRICS = ("ndcg@10", "recall@100", "map@100", "mrr@10")
+LADDER_METHODS = ("bp", "fa", "dfa")
 IN_CONFIG = "in this config, which has"
 IN_ANY = "in this config nor in any edit of its grid, which could have"
 
@@ -83,8 +86,8 @@ class Grid:
                    int(d.get("layers", 0)))
 
 
-def grid_from_config(config: dict, metrics=("ndcg@10", "recall@100", "map@100", "mrr@10"),
-                     ladder_methods=("bp", "fa", "dfa"), layers: int = 0) -> Grid:
+def grid_from_config(config: dict, metrics=METRICS, ladder_methods=LADDER_METHODS,
+                     layers: int = 0) -> Grid:
     """The arms a (validated) config produces, in the config's order; the untrained base is
     the recipe `base`. layers: the base model's layer count where known (0: not known)."""
     bi = lat = curves = None
@@ -116,7 +119,7 @@ def grid_from_config(config: dict, metrics=("ndcg@10", "recall@100", "map@100", 
                 curve_metric, datasets, int(layers or 0))
 
 
-def possible(grid: Grid, named_depths=(), ladder_methods=("bp", "fa", "dfa")) -> Grid:
+def possible(grid: Grid, named_depths=(), ladder_methods=LADDER_METHODS) -> Grid:
     """Every arm an edit of `depths`, `strategies`, a recipe's `train_once`, `benchmarks` or
     `ladder.methods` could give this config: the same recipes, ladder configs (with their
     rungs), metrics and curves' recipes; every strategy (the base has no train-once arm);
