@@ -8,6 +8,9 @@ from workflow_scripts.claims.layout import input_files as claim_inputs
 
 CLAIM_GRID = claim_spec.grid_from_config(config)
 CLAIMS = claim_spec.parse(config["claims"], CLAIM_GRID)
+# Claims follow the grid: one naming what an edited grid lacks is not-applicable, said here.
+for _warning in claim_spec.not_applicable_warnings(CLAIMS):
+    print(_warning, file=sys.stderr)
 CLAIM_FIGURES = [
     f"results/figures/claims.{fmt}" for fmt in config["figures"]["formats"]
 ]

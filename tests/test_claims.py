@@ -106,11 +106,17 @@ def test_train_once_arms_are_strategies_of_their_recipe():
                                                         "strategy": "adaptive"},
                      "b": {"recipe": "r2", "depth": 1, "strategy": "adaptive"},
                      "test": "greater"}], g)
+    # Among several per-depth strategies a selector leaving strategy out means `top`; without
+    # `top` it leaves strategy open, and the claim is not-applicable saying so.
+    open_strategy = [{"id": "x", "statement": "s", "a": {"recipe": "r2", "depth": 1},
+                      "b": {"recipe": "r1", "depth": 1}, "test": "greater"}]
     two = {**conf, "strategies": ["top", "bottom"]}
-    with pytest.raises(spec.ClaimError, match="leaves strategy open"):
-        spec.parse([{"id": "x", "statement": "s", "a": {"recipe": "r2", "depth": 1},
-                     "b": {"recipe": "r1", "depth": 1}, "test": "greater"}],
-                   spec.grid_from_config(two))
+    (c,) = spec.parse(open_strategy, spec.grid_from_config(two))
+    assert [m.label for m in c.members] == ["r1/top1 − r2/top1 [all]"]
+    (c,) = spec.parse(open_strategy, spec.grid_from_config(
+        {**conf, "strategies": ["bottom", "alternate"], "recipes": {"r1": {"seeds": [1]},
+                                                                   "r2": {"seeds": [1]}}}))
+    assert not c.members and "a: leaves strategy open" in c.not_applicable
 
 
 def test_a_claim_on_a_study_the_config_lacks_is_not_applicable():

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from workflow_scripts.claims import render
+from workflow_scripts.claims import forest, render
 
 NAN, INF = math.nan, math.inf
 BASE = {"part": 1, "study": "biencoder", "estimand": "difference", "threshold": NAN,
@@ -86,13 +86,13 @@ def test_markdown_lists_every_claim_and_its_members():
 def test_forest_plot_writes_deterministic_files(tmp_path):
     table = synthetic()
     outs = [tmp_path / "a" / "claims.png", tmp_path / "claims.pdf"]
-    render.forest_plot(table, [str(p) for p in outs])
+    forest.forest_plot(table, [str(p) for p in outs])
     for p in outs:
         assert p.stat().st_size > 1000
     assert outs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert outs[1].read_bytes()[:5] == b"%PDF-"
     again = [tmp_path / "b.png", tmp_path / "b.pdf"]
-    render.forest_plot(table, [str(p) for p in again])
+    forest.forest_plot(table, [str(p) for p in again])
     assert again[0].read_bytes() == outs[0].read_bytes()
     assert again[1].read_bytes() == outs[1].read_bytes()
     assert not list(tmp_path.glob("**/*.tmp"))  # atomic writes leave no temporaries
@@ -105,12 +105,12 @@ def test_forest_figure_sizes(n):
         rows += claim(f"claim-{i}", f"statement {i}", test="greater", threshold=0.0,
                       estimate=0.01 * i, ci_low=0.01 * i - 0.005, ci_high=0.01 * i + 0.005,
                       verdict=("supported", "refuted", "inconclusive", "not-applicable")[i % 4])
-    fig = render.forest_figure(pd.DataFrame(rows))
+    fig = forest.forest_figure(pd.DataFrame(rows))
     assert len(fig.axes) == n
     assert fig.get_size_inches()[1] == pytest.approx(
-        render.HEADER_IN + render.STRIP_IN * n + render.FOOTER_IN)
+        forest.HEADER_IN + forest.STRIP_IN * n + forest.FOOTER_IN)
     assert [ax.get_ylabel() for ax in fig.axes] == [f"claim-{i}" for i in range(n)]
-    render.plt.close(fig)
+    forest.plt.close(fig)
 
 
 def test_cli_writes_markdown_and_figures(tmp_path, capsys):

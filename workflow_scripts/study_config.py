@@ -17,21 +17,39 @@ from workflow_scripts.biencoder.model import architectures
 from workflow_scripts.core import configcheck
 
 
-def depth_errors(config: dict) -> list[str]:
-    """Depths beyond the base model's layer count, and an architecture outside the layer
-    registry, where its config.json is on disk (a `package:` model or a local folder); a
-    hub id is checked by its first job."""
+def _model_config(config: dict) -> tuple[str, Path, dict | None]:
+    """base_model, its config.json's path and contents where on disk (a `package:` model or
+    a local folder; None for a hub id, or a package that does not import)."""
     spec = str(config["base_model"])
     folder = Path(spec)
     if spec.startswith("package:"):
         try:  # the packages ship a model folder and import nothing heavy
             folder = Path(importlib.import_module(spec.split(":", 1)[1]).get_model_path())
         except (ImportError, AttributeError):
-            return []  # the jobs say what is wrong with the package
+            return spec, folder, None  # the jobs say what is wrong with the package
     path = folder / "config.json"
     try:
-        model_config = json.loads(path.read_text(encoding="utf-8"))
+        return spec, path, json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return spec, path, None
+
+
+def base_layers(config: dict) -> int:
+    """The base model's layer count where its config.json is on disk and its architecture
+    in the layer registry; 0 otherwise."""
+    _, _, model_config = _model_config(config)
+    try:
+        return architectures.num_layers(model_config) if model_config else 0
+    except architectures.UnsupportedArchitecture:
+        return 0
+
+
+def depth_errors(config: dict) -> list[str]:
+    """Depths beyond the base model's layer count, and an architecture outside the layer
+    registry, where its config.json is on disk (a `package:` model or a local folder); a
+    hub id is checked by its first job."""
+    spec, path, model_config = _model_config(config)
+    if model_config is None:
         return []
     try:  # each architecture names its layer count differently
         n_layers = architectures.num_layers(model_config)
@@ -41,14 +59,16 @@ def depth_errors(config: dict) -> list[str]:
             f"{spec} ({path})" for i, d in enumerate(config["depths"]) if d > n_layers]
 
 
-
 def claim_errors(config: dict) -> list[str]:
     """The first problem of the claims against this config's grid (unknown arms, benchmarks
-    or metrics, missing margins, empty families), naming the claim id and key."""
+    or metrics, missing margins, empty families), naming the claim id and key. A value the
+    grid lacks but an edit of it could give (up to the base model's layers) is no problem:
+    its claim is not-applicable."""
     from workflow_scripts.claims import spec
 
+    layers = base_layers(config) if "recipes" in config else 0
     try:
-        spec.parse(config.get("claims", []), spec.grid_from_config(config))
+        spec.parse(config.get("claims", []), spec.grid_from_config(config, layers=layers))
     except spec.ClaimError as e:
         return [str(e)]
     return []

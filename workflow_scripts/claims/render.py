@@ -1,4 +1,5 @@
-"""Render the decided claims: the "## Claims" section of the report and a forest plot.
+"""Render the decided claims: the "## Claims" section of the report (the forest plot is
+claims/forest.py's; this module's CLI draws it too).
 
 Input: results/claims.parquet (written by claims/decide), one row per claim (`row ==
 "claim"`, carrying the deciding member's estimate, interval and Holm-adjusted p-values)
@@ -8,11 +9,8 @@ functions of that table; they decide nothing and recompute nothing.
 - `markdown(table)` -> the report section: a verdict count line, the decision rules, one row
   per claim (statement verbatim) and, for claims with several members, a collapsible table
   of the members.
-- `forest_figure(table)` -> a matplotlib Figure: one horizontal strip per claim, each with its
-  own x-range (claims mix NDCG differences, ratios and latency ratios), the estimate, its CI
-  and the decision threshold(s), coloured by verdict. `forest_plot(table, outs)` draws it and
-  saves it atomically to every path in `outs` (format from the suffix: png, pdf, svg), with
-  byte-identical output on a rerun.
+- `forest.forest_plot(table, outs)` (claims/forest.py) -> the forest plot, one strip per
+  claim, saved to every path in `outs`.
 
 CLI: python -m workflow_scripts.claims.render --table results/claims.parquet
         [--figure results/figures/claims.png [more.pdf ...]] [--markdown results/claims.md]
@@ -22,26 +20,14 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")  # headless: jobs run without a display
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-
-from workflow_scripts.claims import VERDICTS  # noqa: E402
-from workflow_scripts.core import contracts, notation  # noqa: E402
+from workflow_scripts.claims import VERDICTS
+from workflow_scripts.core import contracts, notation
 
 REQUIRED = ("claim", "statement", "row", "member", "test", "threshold", "epsilon", "estimate",
             "ci_low", "ci_high", "ci", "interval", "verdict")
-COLORS = {"supported": "#2ca02c", "refuted": "#d62728", "inconclusive": "#e69f00",
-          "not-applicable": "#bdbdbd"}
-DPI = 150  # as biencoder/report/figures.py
-STRIP_IN = 0.55  # height of one claim's strip, inches
-HEADER_IN = 0.85  # title and legend
-FOOTER_IN = 0.3
 
 
 # ---------------------------------------------------------------------------------------
@@ -239,133 +225,6 @@ def markdown(table: pd.DataFrame) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# Forest plot
-# ---------------------------------------------------------------------------------------
-def reference_lines(rec: dict) -> list[tuple[float, str, str, float]]:
-    """(x, linestyle, colour, linewidth) of the decision threshold(s) of one claim."""
-    test, t, eps = _text(rec.get("test")), _num(rec.get("threshold")), _num(rec.get("epsilon"))
-    lines = []
-    if test in ("greater", "less", "after", "before") and math.isfinite(t):
-        lines.append((t, "--", "k", 1.0))
-    elif test == "equivalent" and math.isfinite(eps):
-        lines += [(0.0, "-", "0.6", 0.6), (-abs(eps), "--", "k", 1.0), (abs(eps), "--", "k", 1.0)]
-    elif test == "consistent" and math.isfinite(t):
-        lines.append((t, ":", "k", 1.3))
-    return lines
-
-
-def x_range(rec: dict) -> tuple[float, float] | None:
-    """Limits covering the finite estimate, CI ends and thresholds of one claim, padded."""
-    xs = [_num(rec.get(k)) for k in ("estimate", "ci_low", "ci_high")]
-    xs += [x for x, *_ in reference_lines(rec)]
-    xs = [x for x in xs if math.isfinite(x)]
-    if not xs:
-        return None
-    lo, hi = min(xs), max(xs)
-    span = hi - lo if hi > lo else max(abs(hi) * 0.2, 1e-3)
-    pad = 0.12 * span
-    # An infinite CI end gets room for its arrow beyond the last finite value.
-    extra = 0.15 * span
-    return (lo - pad - extra * (_num(rec.get("ci_low")) == -math.inf),
-            hi + pad + extra * (_num(rec.get("ci_high")) == math.inf))
-
-
-def _strip(ax, rec: dict) -> None:
-    verdict = _text(rec.get("verdict"))
-    color = COLORS.get(verdict, "k")
-    est, lo, hi = (_num(rec.get(k)) for k in ("estimate", "ci_low", "ci_high"))
-    ax.set_ylim(-1, 1)
-    ax.set_yticks([])
-    for side in ("left", "right", "top"):
-        ax.spines[side].set_visible(False)
-    ax.tick_params(axis="x", labelsize=7, length=2, pad=1)
-    ax.set_ylabel(_text(rec.get("claim")), rotation=0, ha="right", va="center", fontsize=8,
-                  labelpad=6)
-    # Right of the arrowhead an unbounded CI draws at the axis edge; light grey is too faint
-    # for text, so not-applicable is written in a darker grey.
-    ax.text(1.025, 0.5, verdict, transform=ax.transAxes, ha="left", va="center", fontsize=8,
-            color="0.55" if verdict == "not-applicable" else color, fontweight="bold")
-    limits = x_range(rec)
-    if limits is None or (math.isnan(est) and math.isnan(lo) and math.isnan(hi)):
-        # Nothing to draw on a scale: say why instead.
-        label = (f"coherence checks: {verdict}" if _text(rec.get("test")) == "coherent"
-                 else f"no estimate ({verdict})")
-        ax.text(0.5, 0.0, label, transform=ax.get_yaxis_transform(), ha="center",
-                va="center", fontsize=8, color="0.3" if verdict == "not-applicable" else color)
-        ax.set_xlim(0, 1)
-        ax.set_xticks([])
-        ax.spines["bottom"].set_visible(False)
-        return
-    ax.set_xlim(*limits)
-    ax.grid(axis="x", alpha=0.3, lw=0.5)
-    for x, ls, c, lw in reference_lines(rec):
-        ax.axvline(x, ls=ls, color=c, lw=lw, zorder=1)
-    left = limits[0] if lo == -math.inf else lo
-    right = limits[1] if hi == math.inf else hi
-    if math.isfinite(left) and math.isfinite(right):
-        ax.plot([left, right], [0, 0], color=color, lw=2.5, solid_capstyle="butt", zorder=2)
-    for end, edge in ((lo, limits[0]), (hi, limits[1])):
-        if math.isinf(end):  # an unbounded end: an arrow to the axis edge
-            start = est if math.isfinite(est) else (right if end < 0 else left)
-            ax.annotate("", xy=(edge, 0), xytext=(start, 0), zorder=2,
-                        arrowprops={"arrowstyle": "-|>", "color": color, "lw": 2.5,
-                                    "shrinkA": 0, "shrinkB": 0})
-    if math.isfinite(est):
-        ax.plot([est], [0], "o", color=color, ms=6, mec="k", mew=0.6, zorder=3)
-
-
-def forest_figure(table: pd.DataFrame) -> plt.Figure:
-    """The forest plot of the claims, one strip per claim, top to bottom in table order."""
-    check(table)
-    claims = claims_of(table)
-    if not claims:
-        raise contracts.DataError("claims table has no claim rows to plot")
-    n = len(claims)
-    width = 8.0
-    height = HEADER_IN + STRIP_IN * n + FOOTER_IN
-    # Left margin sized for the longest claim id (approx. width of an 8 pt character).
-    left_in = min(max(1.0, 0.075 * max(len(_text(c["claim"])) for c in claims) + 0.3), 3.5)
-    right_in = 1.3  # fits "not-applicable" at 8 pt bold
-    fig = plt.figure(figsize=(width, height))
-    axes = fig.subplots(n, 1, squeeze=False)[:, 0]
-    # hspace is relative to the axes height: leave ~0.22 in per strip for the tick labels.
-    axis_in = STRIP_IN - 0.22
-    fig.subplots_adjust(left=left_in / width, right=1 - right_in / width,
-                        top=1 - HEADER_IN / height, bottom=FOOTER_IN / height,
-                        hspace=0.22 / axis_in)
-    for ax, rec in zip(axes, claims, strict=True):
-        _strip(ax, rec)
-    what = caption(claims)
-    fig.suptitle("Claims: estimate and " + (f"{what} CI" if what else "CI")
-                 + " against the decision threshold", y=1 - 0.1 / height, va="top", fontsize=10)
-    handles = [Line2D([], [], marker="o", ls="-", lw=2.5, color=COLORS[v], mec="k", mew=0.6,
-                      label=v) for v in VERDICTS if v in COLORS]
-    handles += [Line2D([], [], ls="--", color="k", lw=1.0, label="threshold t / ±ε"),
-                Line2D([], [], ls=":", color="k", lw=1.3, label="published value")]
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.4 / height),
-               ncol=len(handles), fontsize=7, frameon=False, handlelength=2.2,
-               columnspacing=1.2)
-    return fig
-
-
-def save(fig: plt.Figure, outs) -> None:
-    """Save `fig` atomically to each path (format from its suffix), then close it. No dates in
-    the PDF/SVG metadata and a fixed SVG id salt, so reruns are byte-identical."""
-    for out in outs:
-        fmt_ = Path(out).suffix.lstrip(".").lower()
-        metadata = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt_)
-        with (contracts.atomic_path(out) as tmp,
-              matplotlib.rc_context({"svg.hashsalt": "depthlab-claims"})):
-            fig.savefig(tmp, dpi=DPI, format=fmt_, metadata=metadata)
-    plt.close(fig)
-
-
-def forest_plot(table: pd.DataFrame, outs: list[str]) -> None:
-    """Draw the forest plot of `table` and save it to every path in `outs`."""
-    save(forest_figure(table), outs)
-
-
-# ---------------------------------------------------------------------------------------
 # CLI
 # ---------------------------------------------------------------------------------------
 def main(argv=None) -> None:
@@ -383,6 +242,8 @@ def main(argv=None) -> None:
         contracts.write_text(a.markdown, markdown(table))
         written.append(a.markdown)
     if a.figure:
+        from workflow_scripts.claims.forest import forest_plot  # matplotlib: figures only
+
         forest_plot(table, a.figure)
         written += a.figure
     print(f"wrote {', '.join(written)}")

@@ -1,15 +1,16 @@
 """The claims language: parse the config's `claims:` list into members, checked against the
-config's grid (docs/claims.md).
+config's grid (claims/grid.py; docs/claims.md).
 
 A claim is one part or a conjunction of parts (`all_of`; keys beside `all_of` are defaults
 for every part). A part says what is estimated (`estimate`), over which arms (a generator:
 `a`/`b`, `arm`, `pairs`, `adjacent`, `candidate`/`among`), repeated over a grid (`for_each`),
 and how it is decided (`test` with `threshold`, `epsilon` or `value`). Every part expands
-into members: one estimate and one test each. Arms are selectors over the study's axes:
-bi-encoder `recipe`, `strategy`, `depth`; ladder `config`, `method`, `k`; latency `depth`.
-A selector value is a name or number, a list, `all`, `first`, `last` or {min, max}. A
-recipe's train-once arms (`train_once`: adaptive, matryoshka2d) are strategies of that
-recipe; a selector that leaves `strategy` out means the one per-depth strategy there is.
+into members: one estimate and one test each.
+
+A claim is not-applicable, with its reason, where the config lacks the study a part needs,
+or where a part names what the grid lacks but an edit of the grid could give (a depth, a
+strategy, a benchmark: claims/grid.py `possible`); a claim that names what no edit could give
+is an error.
 
 Imports the standard library (and core/contracts.py, which imports nothing else at module
 level) only: the Snakefile checks claims before any job.
@@ -18,13 +19,23 @@ level) only: the Snakefile checks claims before any job.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from workflow_scripts.core.contracts import TRAIN_ONCE
+from workflow_scripts.claims.grid import (
+    STUDY_AXES,
+    ClaimError,
+    Grid,
+    arm_key,
+    depths_named,
+    expand,
+    grid_from_config,
+    known,
+    possible,
+)
 
-STUDY_AXES = {"biencoder": ("recipe", "strategy", "depth"), "ladder": ("config", "method", "k"),
-              "latency": ("depth",), "curves": ("recipe", "strategy", "depth")}
+__all__ = ["Claim", "ClaimError", "Grid", "Member", "arm_label", "grid_from_config",
+           "not_applicable_warnings", "parse"]
+
 ESTIMATES = ("difference", "ratio", "mean", "difference_of_differences", "latency_ratio",
              "latency_coherent", "onset")
 TESTS = {"greater": "threshold", "less": "threshold", "equivalent": "epsilon",
@@ -34,79 +45,6 @@ TESTS = {"greater": "threshold", "less": "threshold", "equivalent": "epsilon",
 ONSET_TESTS = {"after": "step", "before": "step", "no_decline": None}
 PAIR_GENERATORS = ("a", "pairs", "adjacent", "candidate")
 ALL_BENCHMARKS, EACH_BENCHMARK = "all", "each"
-
-
-class ClaimError(ValueError):
-    """A claim the config cannot decide; the message names the claim id and key."""
-
-
-@dataclass(frozen=True)
-class Grid:
-    """What a config can show: arms per study (dicts over the study's axes), benchmarks,
-    metrics; a study the config lacks is None."""
-
-    biencoder: tuple[dict, ...] | None = None
-    benchmarks: tuple[str, ...] = ()
-    metrics: tuple[str, ...] = ()
-    ladder: tuple[dict, ...] | None = None
-    latency: tuple[dict, ...] | None = None
-    recipe_seeds: dict = field(default_factory=dict)  # recipe -> its seeds
-    ladder_seeds: tuple[int, ...] = ()
-    latency_runs: int = 0
-    curves: tuple[dict, ...] | None = None  # the arms with a learning curve
-    curve_metric: str = ""  # the metric the curves stage computes (stats.metric)
-
-    def arms(self, study: str) -> tuple[dict, ...] | None:
-        return getattr(self, study)
-
-    def to_dict(self) -> dict:
-        return {"biencoder": self.biencoder, "benchmarks": list(self.benchmarks),
-                "metrics": list(self.metrics), "ladder": self.ladder, "latency": self.latency,
-                "recipe_seeds": self.recipe_seeds, "ladder_seeds": list(self.ladder_seeds),
-                "latency_runs": self.latency_runs, "curves": self.curves,
-                "curve_metric": self.curve_metric}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Grid:
-        def arms(x):
-            return None if x is None else tuple(dict(a) for a in x)
-
-        return cls(arms(d.get("biencoder")), tuple(d.get("benchmarks", ())),
-                   tuple(d.get("metrics", ())), arms(d.get("ladder")), arms(d.get("latency")),
-                   dict(d.get("recipe_seeds", {})), tuple(d.get("ladder_seeds", ())),
-                   int(d.get("latency_runs", 0)), arms(d.get("curves")),
-                   str(d.get("curve_metric", "")))
-
-
-def grid_from_config(config: dict, metrics=("ndcg@10", "recall@100", "map@100", "mrr@10"),
-                     ladder_methods=("bp", "fa", "dfa")) -> Grid:
-    """The arms a (validated) config produces, in the config's order; the untrained base is
-    the recipe `base`."""
-    bi = lat = curves = None
-    benchmarks: tuple[str, ...] = ()
-    seeds, runs, curve_metric = {}, 0, ""
-    if "recipes" in config:
-        seeds = {r: list(spec["seeds"]) for r, spec in config["recipes"].items()}
-        runs = int(config.get("latency", {}).get("runs", 3))
-        depths = sorted(config["depths"])
-        bi = tuple({"recipe": r, "strategy": s, "depth": d}
-                   for r in ["base", *config["recipes"]]
-                   for s in [*config["strategies"],
-                             *config["recipes"].get(r, {}).get("train_once", [])]
-                   for d in depths)
-        lat = tuple({"depth": d} for d in depths)
-        benchmarks = tuple(config["benchmarks"])
-        with_curve = [r for r, spec in config["recipes"].items() if spec.get("eval_steps")]
-        curves = tuple(a for a in bi if a["recipe"] in with_curve) or None
-        curve_metric = config.get("stats", {}).get("metric", metrics[0])
-    lad = None
-    if "ladder" in config:
-        methods = [m for m in ladder_methods if m in config["ladder"]["methods"]]
-        lad = tuple({"config": c["name"], "method": m, "k": k} for c in config["ladder"]["configs"]
-                    for m in methods for k in range(c["L"] + 1))
-    ladder_seeds = tuple(config["ladder"]["seeds"]) if lad else ()
-    return Grid(bi, benchmarks, tuple(metrics), lad, lat, seeds, ladder_seeds, runs, curves,
-                curve_metric)
 
 
 @dataclass(frozen=True)
@@ -158,70 +96,7 @@ class Claim:
     id: str
     statement: str
     members: tuple[Member, ...]
-    not_applicable: str = ""  # why, when the config lacks the study a part needs
-
-
-# ---------------------------------------------------------------------------------------
-# Selectors
-# ---------------------------------------------------------------------------------------
-def _order(values) -> list:
-    return list(dict.fromkeys(values))  # grid order: config order, depths ascending
-
-
-def _pick(spec: Any, present: list, where: str) -> list:
-    """The values of one axis a selector value names, among those present."""
-    if spec == "all":
-        return present
-    if spec in ("first", "last"):
-        return present[:1] if spec == "first" else present[-1:]
-    if isinstance(spec, dict):
-        low, high = spec.get("min"), spec.get("max")
-        return [v for v in present if (low is None or v >= low) and (high is None or v <= high)]
-    return _known(spec, present, where, "in this config, which has")
-
-
-def _known(values, allowed: list, where: str, what: str) -> list:
-    """`values` (one or a list) as a list, each checked to be in `allowed`."""
-    names = values if isinstance(values, list) else [values]
-    for v in names:
-        if v not in allowed:
-            raise ClaimError(f"{where}: {v!r} is not {what} {', '.join(map(str, allowed))}")
-    return names
-
-
-def expand(selector: dict, context: dict, arms: tuple[dict, ...], axes: tuple[str, ...],
-           where: str, open_ok: bool = False) -> list[dict]:
-    """Every arm the selector names, given the context's fixed values (the selector's own
-    values win). An axis neither names nor the context fixes must have one value in the
-    grid, unless `open_ok` (for_each: axes left open stay open)."""
-    spec = {**context, **selector}
-    out = [{}]
-    for axis in axes:
-        nxt = []
-        for fixed in out:
-            here = [a for a in arms if all(a[k] == v for k, v in fixed.items())]
-            present = _order(a[axis] for a in here)
-            if axis in spec:
-                values = _pick(spec[axis], present, f"{where}.{axis}")
-            elif open_ok:
-                nxt.append(fixed)
-                continue
-            elif len(present) == 1:
-                values = present
-            elif axis == "strategy" and len(per_depth := [
-                    v for v in present if v not in TRAIN_ONCE]) == 1:
-                values = per_depth  # a train-once arm is named, never implied
-            else:
-                raise ClaimError(f"{where}: leaves {axis} open (this config has "
-                                 f"{', '.join(map(str, present))}); name it, or set it in "
-                                 "for_each")
-            nxt += [{**fixed, axis: v} for v in values]
-        out = nxt
-    return out
-
-
-def _key(arm: dict, axes) -> tuple:
-    return tuple(arm[a] for a in axes)
+    not_applicable: str = ""  # why: a study the config lacks, or what its grid lacks
 
 
 # ---------------------------------------------------------------------------------------
@@ -248,7 +123,8 @@ def _study(part: dict, where: str) -> str:
     return studies.pop() if studies else "biencoder"
 
 
-def _pairs(part: dict, ctx: dict, arms, axes, where: str) -> list[tuple[tuple, tuple]]:
+def _pairs(part: dict, ctx: dict, arms, axes, where: str,
+           scope: str) -> list[tuple[tuple, tuple]]:
     """(a, b) arm keys of a two-arm estimate; the estimate is b against a."""
     given = [g for g in PAIR_GENERATORS if g in part]
     if len(given) != 1:
@@ -258,27 +134,30 @@ def _pairs(part: dict, ctx: dict, arms, axes, where: str) -> list[tuple[tuple, t
     if gen == "a":
         if "b" not in part:
             raise ClaimError(f"{where}.b: missing (a and b go together)")
-        a = expand(part["a"], ctx, arms, axes, f"{where}.a")
-        b = expand(part["b"], ctx, arms, axes, f"{where}.b")
+        a = expand(part["a"], ctx, arms, axes, f"{where}.a", scope=scope)
+        b = expand(part["b"], ctx, arms, axes, f"{where}.b", scope=scope)
         if len(a) != 1 or len(b) != 1:
             raise ClaimError(f"{where}: a and b must each name one arm (a names {len(a)}, b "
                              f"{len(b)}); use for_each for a family")
-        return [(_key(a[0], axes), _key(b[0], axes))]
+        if a == b:  # e.g. depth first and last in a grid of one depth
+            raise ClaimError(f"{where}: a and b name the same arm in this config "
+                             f"({arm_label(_study(part, where), arm_key(a[0], axes))})")
+        return [(arm_key(a[0], axes), arm_key(b[0], axes))]
     if gen == "candidate":
         if "among" not in part:
             raise ClaimError(f"{where}.among: missing (candidate and among go together)")
-        cand = expand(part["candidate"], ctx, arms, axes, f"{where}.candidate")
+        cand = expand(part["candidate"], ctx, arms, axes, f"{where}.candidate", scope=scope)
         if len(cand) != 1:
             raise ClaimError(f"{where}.candidate: must name one arm (names {len(cand)})")
-        others = [o for o in expand(part["among"], cand[0], arms, axes, f"{where}.among")
-                  if o != cand[0]]
+        among = expand(part["among"], cand[0], arms, axes, f"{where}.among", scope=scope)
+        others = [o for o in among if o != cand[0]]
         if not others:
             raise ClaimError(f"{where}.among: no arm besides the candidate")
-        return [(_key(o, axes), _key(cand[0], axes)) for o in others]
-    members = expand(part[gen], ctx, arms, axes, f"{where}.{gen}")
+        return [(arm_key(o, axes), arm_key(cand[0], axes)) for o in others]
+    members = expand(part[gen], ctx, arms, axes, f"{where}.{gen}", scope=scope)
     if len(members) < 2:
         raise ClaimError(f"{where}.{gen}: names {len(members)} arm(s); a set needs 2 or more")
-    keys = [_key(m, axes) for m in members]
+    keys = [arm_key(m, axes) for m in members]
     if gen == "pairs":
         return list(itertools.combinations(keys, 2))
     varying = [i for i in range(len(axes)) if len({k[i] for k in keys}) > 1]
@@ -294,7 +173,7 @@ def _benchmarks(part: dict, grid: Grid, where: str) -> list[str]:
         return [ALL_BENCHMARKS if len(grid.benchmarks) > 1 else grid.benchmarks[0]]
     if bench == EACH_BENCHMARK:
         return list(grid.benchmarks)
-    return _known(bench, list(grid.benchmarks), f"{where}.benchmark",
+    return known(bench, list(grid.benchmarks), f"{where}.benchmark",
                   "all, each or a benchmark of this config:")
 
 
@@ -366,7 +245,8 @@ def members_of(part: dict, claim_id: str, index: int, grid: Grid, where: str) ->
     if study not in ("biencoder", "curves") and ("benchmark" in part or "versus" in part):
         key = "benchmark" if "benchmark" in part else "versus"
         raise ClaimError(f"{where}.{key}: the {study} study has no benchmarks")
-    contexts = (expand(part["for_each"], {}, arms, axes, f"{where}.for_each", open_ok=True)
+    contexts = (expand(part["for_each"], {}, arms, axes, f"{where}.for_each", open_ok=True,
+                       scope=grid.scope)
                 if "for_each" in part else [{}])
     if not contexts:
         raise ClaimError(f"{where}.for_each: the family is empty in this config")
@@ -376,10 +256,10 @@ def members_of(part: dict, claim_id: str, index: int, grid: Grid, where: str) ->
         if estimate in ("mean", "onset"):
             if "arm" not in part:
                 raise ClaimError(f"{where}.arm: missing; {estimate} names its arm")
-            pairs = [(None, _key(x, axes)) for x in expand(part["arm"], ctx, arms, axes,
-                                                           f"{where}.arm")]
+            named = expand(part["arm"], ctx, arms, axes, f"{where}.arm", scope=grid.scope)
+            pairs = [(None, arm_key(x, axes)) for x in named]
         else:
-            pairs = _pairs(part, ctx, arms, axes, where)
+            pairs = _pairs(part, ctx, arms, axes, where, grid.scope)
         for (a, b), bench in itertools.product(pairs, benches):
             for versus in _versus(part, estimate, bench, grid, where):
                 out.append(Member(claim_id, index, study, estimate, a=a, b=b, benchmark=bench,
@@ -401,12 +281,14 @@ def _versus(part, estimate, bench, grid: Grid, where) -> list[str]:
     others = [b for b in grid.benchmarks if b != bench]
     if versus == "others":
         return others
-    return _known(versus, others, f"{where}.versus", "one of the other benchmarks:")
+    return known(versus, others, f"{where}.versus", "one of the other benchmarks:")
 
 
 def parse(claims: list[dict], grid: Grid) -> list[Claim]:
-    """Every claim with its members; raises ClaimError naming the claim id and key."""
-    out, seen = [], set()
+    """Every claim with its members; raises ClaimError naming the claim id and key. A claim
+    whose parts need a study the config lacks, or name what the grid lacks but an edit of it
+    could give, is not-applicable: no members, the reason in `not_applicable`."""
+    out, seen, wider = [], set(), None
     for i, raw in enumerate(claims):
         cid = raw.get("id", "")
         where = f"config key claims[{i}] (id {cid})"
@@ -415,19 +297,46 @@ def parse(claims: list[dict], grid: Grid) -> list[Claim]:
         seen.add(cid)
         shared = {k: v for k, v in raw.items() if k not in ("id", "statement", "all_of")}
         parts = ([{**shared, **p} for p in raw["all_of"]] if "all_of" in raw else [shared])
-        members, missing = [], []
+        members, missing, gaps = [], [], []
         for j, part in enumerate(parts):
             pw = f"{where}.all_of[{j}]" if "all_of" in raw else where
             study = _study(part, pw)
             if grid.arms(study) is None:
                 missing.append(study)
                 continue
-            members += members_of(part, cid, j, grid, pw)
-        why = ""
+            try:
+                members += members_of(part, cid, j, grid, pw)
+            except ClaimError as gap:
+                wider = wider or possible(grid, depths_named(claims))
+                _check_possible(part, cid, j, wider, pw, gap)
+                gaps.append(str(gap)[len(where):].lstrip(".: "))
+        why = "; ".join(gaps)
         if missing:
             names = {"biencoder": "bi-encoder study (recipes:)", "latency": "latency ladder "
                      "(the bi-encoder study)", "ladder": "ladder study (ladder:)",
                      "curves": "learning curve (a recipe's eval_steps)"}
-            why = "this config has no " + " and no ".join(names[s] for s in dict.fromkeys(missing))
-        out.append(Claim(cid, raw.get("statement", ""), tuple(members), why))
+            why = "; ".join(x for x in ("this config has no " + " and no ".join(
+                names[s] for s in dict.fromkeys(missing)), why) if x)
+        out.append(Claim(cid, raw.get("statement", ""), () if gaps else tuple(members), why))
     return out
+
+
+def _check_possible(part: dict, claim_id: str, index: int, wider: Grid, where: str,
+                    gap: ClaimError) -> None:
+    """Raise unless an edit of the grid could give what the part names (`wider`): the
+    grid's own message where both fail at the same key (it says what this config has),
+    else the wider grid's (the key no edit could satisfy)."""
+    try:
+        members_of(part, claim_id, index, wider, where)
+    except ClaimError as error:
+        raise (gap if _key_of(gap) == _key_of(error) else error) from None
+
+
+def _key_of(error: ClaimError) -> str:
+    return str(error).split(": ", 1)[0]
+
+
+def not_applicable_warnings(claims: list[Claim]) -> list[str]:
+    """One line per not-applicable claim, naming it and why (the Snakefile prints them)."""
+    return [f"warning: claim {c.id} is not-applicable: {c.not_applicable}"
+            for c in claims if c.not_applicable]

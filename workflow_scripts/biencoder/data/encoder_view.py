@@ -1,0 +1,62 @@
+"""What the encoder sees of a text: the ids of its first `max_seq_length` tokens under the
+base model's tokenizer, as training and evaluation truncate it (biencoder/model/encoder.py
+reads the same tokenizer.json with the same truncation). Two docstrings that differ only
+after that cut are one input to the model: as documents of one benchmark they tie on every
+query, and the tie is broken by the document id; as training texts a hard negative can be
+its own positive.
+
+The base model's folder is resolved here as biencoder/model/truncation.py does (a data
+stage imports no other biencoder subpackage): `package:MODULE` is the module's
+get_model_path(), anything else a folder or a Hugging Face id.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+Tokenize = Callable[[Sequence[str]], list[tuple[int, ...]]]
+
+
+class TextPair(Protocol):
+    summary: str
+    body: str
+
+
+def model_folder(base_model: str) -> str:
+    if base_model.startswith("package:"):
+        return str(importlib.import_module(base_model.split(":", 1)[1]).get_model_path())
+    return base_model
+
+
+def tokenizer(base_model: str, max_seq_length: int) -> Tokenize:
+    """texts -> the token ids the encoder sees of each (special tokens included)."""
+    folder = Path(model_folder(base_model))
+    if (folder / "tokenizer.json").exists():  # the lean encoders' tokenizer, a light import
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        tok.enable_truncation(max_length=max_seq_length)
+        tok.no_padding()
+        return lambda texts: [tuple(e.ids) for e in tok.encode_batch(list(texts))]
+    from transformers import AutoTokenizer
+
+    auto = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+    return lambda texts: [tuple(ids) for ids in auto(list(texts), truncation=True,
+                                                      max_length=max_seq_length)["input_ids"]]
+
+
+def distinct(pairs: Sequence[TextPair], tokenize: Tokenize) -> list:
+    """Keep the first pair of each summary and of each body as the encoder sees them (the
+    rule of docstrings.dedupe, on the truncated token ids instead of the full text)."""
+    summaries, bodies, out = set(), set(), []
+    for p, s, b in zip(pairs, tokenize([p.summary for p in pairs]),
+                       tokenize([p.body for p in pairs]), strict=True):
+        if s in summaries or b in bodies:
+            continue
+        summaries.add(s)
+        bodies.add(b)
+        out.append(p)
+    return out
