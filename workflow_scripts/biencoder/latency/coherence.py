@@ -136,6 +136,7 @@ def check_relative_stable(run: dict, reference=None, th: Thresholds | None = Non
         ref = np.asarray(reference, float)
         inside = ((np.asarray(run["q_ci_low"], float) <= ref)
                   & (ref <= np.asarray(run["q_ci_high"], float)))
+        # A depth whose CI holds the reference agrees, however wide the CI.
         dev, msg = _off_reference(n, q, np.where(inside, q, ref), th.max_q_run_deviation, "Q")
         dev = q / ref - 1
     why += [msg] if msg else []
@@ -230,9 +231,10 @@ def verdicts(runs: Sequence[dict], th: Thresholds | None = None) -> list[dict]:
     Two stages: first each run on its own (every check, without the cross-run parts); the
     runs' reference (Q and raw p50 per depth) is then the median over the runs that passed
     every gate at that stage (over all runs when none did), and relative_stable also
-    requires every Q within `max_q_run_deviation` of it (or it within the run's CI), absolute_stable every raw p50
-    within `max_run_deviation`. A robust reference matters: when most runs are anomalous,
-    as 3 of 5 were in the paper, a plain median over all runs would be anomalous itself.
+    requires every Q within `max_q_run_deviation` of it (or it within the run's CI of Q),
+    absolute_stable every raw p50 within `max_run_deviation`. A robust reference matters:
+    when most runs are anomalous, as 3 of 5 were in the paper, a plain median over all
+    runs would be anomalous itself.
     With a single run the cross-run parts are not applicable.
     """
     th = th or Thresholds.defaults()
