@@ -16,6 +16,7 @@ import test_latency as tl
 from workflow_scripts.biencoder.latency import coherence, protocol
 from workflow_scripts.biencoder.latency import relative as rel
 from workflow_scripts.biencoder.latency import summary as summ
+from workflow_scripts.biencoder.report import results as report
 from workflow_scripts.claims.data import Data
 from workflow_scripts.core import contracts
 
@@ -124,7 +125,11 @@ def test_a_cap_run_with_a_wide_ci_still_decides_a_clear_claim():
     df = pd.concat([m.run(r, rounds=24, max_rounds=30, **FAST) for r, m in
                     enumerate(machines)], ignore_index=True)
     settings = tl.summary_settings(nboot=200)
-    _, doc, _ = summ.check(summ.summarize(df, settings), coherence.Thresholds.of(settings))
+    summary, doc, ladder = summ.check(summ.summarize(df, settings),
+                                      coherence.Thresholds.of(settings))
+    text = report.latency_section(summary, ladder)
+    assert "| rounds | stopped at | CI of Q ± |" in text.replace("  ", " ")
+    assert "Run(s) 0, 1, 2 stopped at a cap before every Q's CI reached the target" in text
     # A noisy run's halves can disagree by chance (run 1 here): its CI is no reason.
     assert doc["coherent_runs"] == [0, 2]
     assert all(not r["precision"]["reached_target"] for r in doc["runs"])
