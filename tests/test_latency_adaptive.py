@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import test_claims as tc
+import test_coherence as tcoh
 import test_latency as tl
 
 from workflow_scripts.biencoder.latency import coherence, protocol
@@ -198,3 +199,19 @@ def test_adaptive_rounds_stop_only_at_block_boundaries():
     out = protocol.adaptive_rounds(lambda a, b: None, lambda n: [0.5], lambda: 0.0,
                                    first=24, block=6, limit=29, seconds=60, target=0.03)
     assert out["rounds_used"] == 24 and out["stop_reason"] == "max_rounds"
+
+
+def test_runs_agree_when_their_cis_overlap_however_wide():
+    """A capped run 6% off the others with ±5% CIs agrees (its CI overlaps theirs); the
+    same Q with ±0.5% CIs does not."""
+    q = tcoh.cpu_ladder(tcoh.CPU_DEPTHS[:3]) / 12
+    off = q * np.r_[1, 1.06, 1.06]
+    for rel_ci, agrees in ((0.05, True), (0.005, False)):
+        runs = [tcoh.run(tcoh.CPU_DEPTHS[:3], q, run_id=0, rel_ci=rel_ci),
+                tcoh.run(tcoh.CPU_DEPTHS[:3], q * 1.005, run_id=1, rel_ci=rel_ci),
+                tcoh.run(tcoh.CPU_DEPTHS[:3], off, run_id=2, rel_ci=rel_ci)]
+        v = coherence.verdicts(runs)[2]
+        assert v["checks"]["relative_stable"]["pass"] is agrees, v["why"]
+        assert v["checks"]["relative_stable"]["value"]["max_abs_q_deviation_from_runs"] \
+            == pytest.approx(0.06, abs=0.006)
+        assert ("off the runs' reference" in v["why"].get("relative_stable", "")) != agrees

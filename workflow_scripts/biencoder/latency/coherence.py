@@ -22,8 +22,8 @@ call alike), so a machine that runs slower at times does not fail them:
                   per thread), and wall/reference varies by at most 1.5x across depths
   relative_stable the ladder is consistent: the two halves of the run (by time) agree on
                   every Q (their CIs overlap, or they are within 2% of each other), and
-                  every Q is within 5% of the runs' reference Q or the reference lies in
-                  the run's CI (see `verdicts`)
+                  every Q is within 5% of the runs' reference Q or its CI overlaps the
+                  reference's (the median of the runs' CIs; see `verdicts`)
 
 Precision is not a gate: a run adds rounds until its CIs are narrow enough or a cap stops
 it (protocol.py), and a run that stopped at the cap is still used, with its wider CI.
@@ -112,11 +112,13 @@ def _off_reference(n, y, reference, limit: float, what: str) -> tuple[np.ndarray
                  f"(limit {limit:.0%})")
 
 
-def check_relative_stable(run: dict, reference=None, th: Thresholds | None = None):
+def check_relative_stable(run: dict, reference=None, th: Thresholds | None = None,
+                          reference_ci=None):
     """The relative ladder is consistent: both halves of the run agree and (with
-    `reference`, the runs' reference Q) so does the run with the other runs. A
-    difference counts only where the CIs say it is real, so a wide CI (a noisy run that
-    stopped at its cap) is not read as a disagreement."""
+    `reference`, the runs' reference Q, and `reference_ci`, its (low, high)) so does the
+    run with the other runs. A difference counts only where the CIs are apart, as for
+    the halves, so a wide CI (a noisy run that stopped at its cap) is not read as a
+    disagreement."""
     th = th or Thresholds.defaults()
     n, q = np.asarray(run["depths"], float), np.asarray(run["q"], float)
     why = []
@@ -134,10 +136,13 @@ def check_relative_stable(run: dict, reference=None, th: Thresholds | None = Non
     dev, msg = None, ""
     if reference is not None:
         ref = np.asarray(reference, float)
-        inside = ((np.asarray(run["q_ci_low"], float) <= ref)
-                  & (ref <= np.asarray(run["q_ci_high"], float)))
-        # A depth whose CI holds the reference agrees, however wide the CI.
-        dev, msg = _off_reference(n, q, np.where(inside, q, ref), th.max_q_run_deviation, "Q")
+        lo, hi = (ref, ref) if reference_ci is None else (np.asarray(x, float)
+                                                          for x in reference_ci)
+        overlap = ((np.asarray(run["q_ci_low"], float) <= hi)
+                   & (lo <= np.asarray(run["q_ci_high"], float)))
+        # A depth whose CI overlaps the reference's agrees, however far its Q.
+        dev, msg = _off_reference(n, q, np.where(overlap, q, ref), th.max_q_run_deviation,
+                                  "Q")
         dev = q / ref - 1
     why += [msg] if msg else []
     return check_result(not why, "; ".join(why), halves_q_ratio=q2 / q1, halves_ci_gap=gap,
@@ -191,7 +196,8 @@ def check_run(run: dict, th: Thresholds | None = None, reference: dict | None = 
     measured step_ci_low/high, p50, iqr, the relative-stability fields (resid_iqr, q_ci_*,
     q1/q2 with their CIs), drift_range, timer_wall, timer_reference, timer_kind (arrays
     in increasing depth; step_ci_*: one per neighbouring pair). `reference`: the runs'
-    reference {"q": ..., "p50": ...}."""
+    reference {"q": ..., "q_ci": (low, high), "p50": ...}; rounds and stop_reason where
+    recorded."""
     th = th or Thresholds.defaults()
     ref = reference or {}
     if np.any(np.diff(np.asarray(run["depths"], float)) <= 0):
@@ -211,7 +217,7 @@ def check_run(run: dict, th: Thresholds | None = None, reference: dict | None = 
         "leave_one_out": check_leave_one_out(depths, q, th),
         "timers_agree": check_timers(depths, col("timer_wall"), col("timer_reference"),
                                      run.get("timer_kind"), th),
-        "relative_stable": (check_relative_stable(run, ref.get("q"), th)
+        "relative_stable": (check_relative_stable(run, ref.get("q"), th, ref.get("q_ci"))
                             if relative <= set(run) else not_applicable("no rounds fit")),
         "precise": (check_precise(run, th) if {"q_ci_low", "q_ci_high"} <= set(run)
                     else not_applicable("no CI of Q")),
@@ -231,7 +237,8 @@ def verdicts(runs: Sequence[dict], th: Thresholds | None = None) -> list[dict]:
     Two stages: first each run on its own (every check, without the cross-run parts); the
     runs' reference (Q and raw p50 per depth) is then the median over the runs that passed
     every gate at that stage (over all runs when none did), and relative_stable also
-    requires every Q within `max_q_run_deviation` of it (or it within the run's CI of Q),
+    requires every Q within `max_q_run_deviation` of it or the run's CI of Q to overlap the
+    reference's (the median over the same runs of their CI bounds),
     absolute_stable every raw p50 within `max_run_deviation`. A robust reference matters:
     when most runs are anomalous, as 3 of 5 were in the paper, a plain median over all
     runs would be anomalous itself.
@@ -244,9 +251,13 @@ def verdicts(runs: Sequence[dict], th: Thresholds | None = None) -> list[dict]:
     basis = [i for i, c in enumerate(first) if not failed(c)] or list(range(len(runs)))
     reference = None
     if same_depths and len(runs) > 1:
-        reference = {k: np.median(np.stack([np.asarray(runs[i][k], float) for i in basis]),
-                                  axis=0)
-                     for k in ("q", "p50") if all(k in r for r in runs)}
+        def median(k):
+            return np.median(np.stack([np.asarray(runs[i][k], float) for i in basis]), axis=0)
+
+        keys = ("q", "p50", "q_ci_low", "q_ci_high")
+        reference = {k: median(k) for k in keys if all(k in r for r in runs)}
+        if {"q_ci_low", "q_ci_high"} <= set(reference):
+            reference["q_ci"] = (reference.pop("q_ci_low"), reference.pop("q_ci_high"))
     out = []
     for i, run in enumerate(runs):
         checks = check_run(run, th, reference) if reference is not None else first[i]
