@@ -215,3 +215,23 @@ def test_runs_agree_when_their_cis_overlap_however_wide():
         assert v["checks"]["relative_stable"]["value"]["max_abs_q_deviation_from_runs"] \
             == pytest.approx(0.06, abs=0.006)
         assert ("off the runs' reference" in v["why"].get("relative_stable", "")) != agrees
+
+
+def test_the_canonical_ladder_has_a_ci_from_runs_and_rounds(tmp_path):
+    machines = [NoisyMachine(jitter=0.05, seed=r) for r in range(3)]
+    paths = []
+    for r, m in enumerate(machines):
+        paths.append(tmp_path / f"run{r}.parquet")
+        contracts.write_parquet(paths[-1], m.run(r, rounds=24, **FAST))
+    out = tmp_path / "coherence.json"
+    summ.main(["--runs", *map(str, paths), "--settings-json", '{"nboot": 200}',
+               "--out", str(tmp_path / "summary.parquet"), "--coherence", str(out),
+               "--ladder", str(tmp_path / "ladder.parquet")])
+    canon = json.loads(out.read_text())["canonical_ladder"]
+    q, lo, hi = (np.array(canon[k]) for k in ("q", "q_ci_low", "q_ci_high"))
+    assert (lo <= q).all() and (q <= hi).all() and lo[0] == hi[0] == 1.0
+    assert ((hi - lo)[1:] / q[1:] < 0.06).all()  # three runs of about ±3% each
+    assert lo[2] < machines[0].true_q()[2] < hi[2]
+    ladder = pd.read_parquet(tmp_path / "ladder.parquet")
+    text = report.latency_section(pd.read_parquet(tmp_path / "summary.parquet"), ladder)
+    assert f"{q[2]:.3f} [{lo[2]:.3f}, {hi[2]:.3f}]" in text

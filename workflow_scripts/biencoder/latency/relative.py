@@ -98,6 +98,23 @@ def half_widths(t: np.ndarray, ref: int, *, nboot: int, level: float, seed: int)
     return (np.exp(hi) - np.exp(lo)) / 2 / np.exp(f["log_q"])
 
 
+def canonical_ci(calls: pd.DataFrame, runs, reference_depth, *, nboot: int, level: float,
+                 seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """CI per depth of the canonical ladder's Q (the median over `runs` of their Q) from
+    the timed forward `calls`: runs resampled, then whole rounds within each, as the
+    latency claims resample them (workflow_scripts/claims/latency.py)."""
+    boot = []
+    for i, r in enumerate(runs):
+        t, depths, _ = round_matrix(calls[calls["run"] == r])
+        ref = reference_index(depths, reference_depth)
+        boot.append(bootstrap_log_q(t, ref, nboot=nboot, seed=seed + 7919 * i))
+    boot = np.exp(np.stack(boot))  # [runs, nboot, D]
+    rng = np.random.default_rng(seed)
+    picked = rng.integers(len(runs), size=(nboot, len(runs)))
+    which = rng.integers(nboot, size=(nboot, len(runs)))
+    return _interval(np.median(boot[picked, which], axis=1), level)
+
+
 def _interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     a = (1 - level) / 2
     return np.quantile(samples, a, axis=0), np.quantile(samples, 1 - a, axis=0)

@@ -361,6 +361,12 @@ def main(argv=None) -> None:
         ap.error(str(e))
     df = pd.concat([contracts.read_latency(p) for p in a.runs], ignore_index=True)
     summary, doc, ladder = check(summarize(df, settings), coherence.Thresholds.of(settings))
+    if len(used := doc["canonical_ladder"]["runs_used"]):  # the canonical Q's CI
+        lo, hi = latency_relative.canonical_ci(_timed(df, "forward"), used,
+                                               settings.reference_depth, nboot=settings.nboot,
+                                               level=settings.ci, seed=settings.seed)
+        ladder["q_ci_low"], ladder["q_ci_high"] = lo, hi
+        doc["canonical_ladder"].update(q_ci_low=_rounded(lo), q_ci_high=_rounded(hi))
     contracts.write_parquet(a.out, summary)
     if a.coherence:
         contracts.write_json(a.coherence, doc)

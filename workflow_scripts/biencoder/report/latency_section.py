@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.biencoder.report.markdown import fmt, md_table
+from workflow_scripts.biencoder.report.markdown import fmt, interval, md_table
 
 
 def _latency_setup(summary: pd.DataFrame) -> str:
@@ -74,7 +74,9 @@ def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | Non
     ref = int(ladder["ref_depth"].iloc[0]) if "ref_depth" in ladder else int(depths.min())
     table = pd.DataFrame({"depth": ladder["depth"].astype(int)})
     if "q" in ladder:
-        table[f"Q (× L{ref})"] = [fmt(x, 3) for x in ladder["q"].astype(float)]
+        table[f"Q (× L{ref})"] = (  # with the canonical Q's CI (runs and rounds resampled)
+            [interval(*x, digits=3) for x in ladder[["q", "q_ci_low", "q_ci_high"]].to_numpy()]
+            if "q_ci_low" in ladder else [fmt(x, 3) for x in ladder["q"].astype(float)])
     table["p50_ms"] = ladder["p50_ms"]
     table["runs used"] = ladder["runs_used"].astype(int)
     for col, name in (("encode_p50_ms", "encode() p50_ms"),
