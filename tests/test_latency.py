@@ -117,9 +117,10 @@ def test_slow_random_drift_keeps_the_relative_ladder_and_flags_the_milliseconds(
 
 
 def test_a_slowdown_ramp_leaves_q_unbiased_and_flags_the_milliseconds():
-    # A run takes about 9 s of virtual time (warm-up included): 30% slower by its end.
+    # A run of 60 rounds takes about 9 s of virtual time (warm-up included): 30% slower by
+    # its end. (Each half is then 5 whole cycles of the orders, balanced under the ramp.)
     machines = [FakeMachine(seed=r, drift=lambda t: 1 + 0.3 * t / 9) for r in range(3)]
-    summary, doc, ladder = analyse(machines)
+    summary, doc, ladder = analyse(machines, rounds=60)
     assert doc["coherent_runs"] == [0, 1, 2] and not doc["absolute_verified"]
     for r in doc["runs"]:
         assert r["relative_ladder"]["q"] == pytest.approx(machines[0].true_q(), rel=0.015)
@@ -434,7 +435,7 @@ def test_profile_cli_on_a_tiny_model(tiny_model, tmp_path):
     try:
         settings = {"batch_size": 2, "seq_len": 16, "warmup_calls": 3, "warmup_window": 2,
                     "warmup_max_calls": 20, "rounds": 2, "calls_per_round": 2,
-                    "discard_calls": 1}
+                    "discard_calls": 1, "max_rounds": 2}
         latency.main(["--base", str(tiny_model), "--strategy", "top", "--depths",
                       "1", "3", "--run", "3", "--threads", "1",
                       "--settings-json", json.dumps(settings), "--out", str(out)])
@@ -450,6 +451,9 @@ def test_profile_cli_on_a_tiny_model(tiny_model, tmp_path):
     fwd = df[df.stage == "forward"]
     assert len(fwd) == 2 * 2 * (1 + 2) and fwd.timed.sum() == 2 * 2 * 2
     assert set(fwd.position) == {0, 1, 2} and (fwd.timed == (fwd.position >= 1)).all()
+    # The stopping rule's record: 2 rounds is the cap here.
+    assert (df.rounds_used == 2).all() and (df.target_half_width == 0.03).all()
+    assert set(df.stop_reason) <= {"target", "max_rounds"} and df.half_width.notna().all()
 
 
 def test_a_busy_machine_is_named_as_the_likely_cause():

@@ -39,7 +39,7 @@ def tiny_config(model_dir) -> dict:
         },
         "eval": {"top_k": 100, "batch_size": 16, "min_queries": 10},
         "latency": {"runs": 1, "batch_size": 4, "seq_len": 16, "warmup_calls": 2,
-                    "rounds": 2, "calls_per_round": 2},
+                    "rounds": 2, "max_rounds": 2, "calls_per_round": 2},
         "stats": {"nboot": 200, "seed": 0},
         "figures": {"budget_pair": ["r1", "r4"], "formats": ["png"]},
         "ladder": {

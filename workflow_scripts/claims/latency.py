@@ -4,6 +4,12 @@ over the coherent runs of their relative ladder Q, which the drift of the machin
 alone) with a bootstrap over coherent runs and, within each, whole rounds (every round
 times every depth, so rounds pair the depths); and whether the canonical ladder is
 coherent.
+
+Precision does not gate: a run that stopped at its cap with a wide CI is used, and its
+width reaches the claim through the bootstrap, so the claim is inconclusive only when the
+interval straddles the threshold. When no run is coherent, the runs that pass the shape
+gates (every gate but relative_stable: their halves or the runs disagree) decide, with a
+caveat; when none passes them the claim is inconclusive.
 """
 
 from __future__ import annotations
@@ -19,7 +25,31 @@ from workflow_scripts.claims.data import Data
 from workflow_scripts.claims.spec import Member
 
 SHAPE_CHECKS = ("monotone", "linear", "constant_slope", "leave_one_out")
+SHAPE_GATES = (*SHAPE_CHECKS, "timers_agree")
 
+
+def usable_runs(doc: dict) -> tuple[list[int], str]:
+    """(the runs a latency claim uses, a caveat): the coherent runs, else the runs that
+    pass the shape gates."""
+    if doc.get("coherent_runs"):
+        return list(doc["coherent_runs"]), ""
+    shaped = [r["run"] for r in doc.get("runs", []) if not set(r["failed"]) & set(SHAPE_GATES)]
+    return shaped, ("no run is coherent (halves or runs disagree); these pass the shape gates"
+                    if shaped else "")
+
+
+def precision_caveat(doc: dict, runs) -> str:
+    """Each used run's widest CI half-width of Q, and which runs stopped at a cap."""
+    prec = {r["run"]: r.get("precision") or {} for r in doc.get("runs", [])}
+    widths = [f"run {r} ±{prec[r]['max_half_width']:.1%}" for r in runs
+              if prec.get(r, {}).get("max_half_width") is not None]
+    capped = [f"run {r} ({prec[r]['stop_reason']})" for r in runs
+              if prec.get(r, {}).get("stop_reason") not in (None, "target")]
+    out = ("widest CI of Q: " + ", ".join(widths)) if widths else ""
+    if capped:
+        out += ("; " if out else "") + ("stopped at a cap before the target precision, used "
+                                        "with its wider CI: " + ", ".join(capped))
+    return out
 
 def decide_latency(m: Member, data: Data, ci: float, nboot: int, seed: int) -> dict:
     """A latency member's estimate, interval and p-values, or its coherence verdict."""
@@ -28,11 +58,12 @@ def decide_latency(m: Member, data: Data, ci: float, nboot: int, seed: int) -> d
            "ci": ci, "caveats": "", "mb_ci_low": math.nan, "mb_ci_high": math.nan,
            "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
            "p_support": math.nan, "p_refute": math.nan}
-    runs = list(doc.get("coherent_runs", []))
     if m.estimate == "latency_coherent":
         return {**row, **coherence_verdict(doc)}
+    runs, caveat = usable_runs(doc)
     if not runs:
-        return {**row, "note": "no coherent latency run: the ladder was not measured reliably"}
+        return {**row, "note": "no latency run passes the shape gates: the ladder was not "
+                               "measured reliably"}
     est, lo, hi, samples = latency_ratio(data.latency_calls, runs, m.a[0], m.b[0], ci=ci,
                                          nboot=nboot, seed=seed)
     ge = (np.sum(samples >= m.threshold) + 1) / (len(samples) + 1)
@@ -42,7 +73,9 @@ def decide_latency(m: Member, data: Data, ci: float, nboot: int, seed: int) -> d
     if m.test == "consistent":
         sup, ref = math.nan, min(p_g, p_l)
     return {**row, "estimate": est, "ci_low": lo, "ci_high": hi, "p_support": sup,
-            "p_refute": ref, "caveats": f"{len(runs)} coherent run(s) on this machine"}
+            "p_refute": ref, "caveats": "; ".join(x for x in (
+                f"{len(runs)} {'coherent ' * (not caveat)}run(s) on this machine", caveat,
+                precision_caveat(doc, runs)) if x)}
 
 
 def latency_ratio(calls: pd.DataFrame, runs, depth_a: int, depth_b: int, *, ci: float,
@@ -76,9 +109,10 @@ def latency_ratio(calls: pd.DataFrame, runs, depth_a: int, depth_b: int, *, ci: 
 
 
 def coherence_verdict(doc: dict) -> dict:
-    """Latency linear in depth: supported when the canonical ladder (coherent runs) passes
-    the shape checks; refuted when it fails them, or every run fails one; else (no coherent
-    run, for reasons other than shape) inconclusive."""
+    """Latency linear in depth: supported when the canonical ladder (coherent runs; without
+    any, the median Q of the runs that pass the shape gates) passes the shape checks;
+    refuted when it fails them, or every run fails one; else (no run passes the shape
+    gates, e.g. the timers disagree) inconclusive."""
     runs = doc.get("runs", [])
     shape_fail = [sorted(set(r["failed"]) & set(SHAPE_CHECKS)) for r in runs]
     if runs and all(shape_fail):
@@ -87,8 +121,12 @@ def coherence_verdict(doc: dict) -> dict:
                                                                                strict=True))}
     ladder = doc.get("canonical_ladder", {})
     q = ladder.get("q") or []
-    if not doc.get("coherent_runs") or not q or any(x is None for x in q):
-        return {"verdict": "inconclusive", "note": "no coherent latency run"}
+    used, caveat = usable_runs(doc)
+    if used and caveat:  # no coherent run: the median Q of the runs that pass the shapes
+        q = np.median([r["relative_ladder"]["q"] for r in runs if r["run"] in used],
+                      axis=0).tolist()
+    if not used or not q or any(x is None for x in q):
+        return {"verdict": "inconclusive", "note": "no latency run passes the shape gates"}
     checks = coh.check_run({"depths": ladder["depth"], "q": q})
     failed = [n for n in coh.failed(checks) if n in SHAPE_CHECKS]
     if failed:
@@ -99,4 +137,5 @@ def coherence_verdict(doc: dict) -> dict:
     if what and not ladder.get("absolute_verified", doc.get("absolute_verified", False)):
         what += "; the milliseconds are not verified on this machine (absolute_stable)"
     return {"verdict": "supported", "note": "canonical ladder passes monotone, linear, "
-            "constant slope and leave-one-out" + (f" ({what})" if what else "")}
+            "constant slope and leave-one-out" + (f" ({what})" if what else "")
+            + (f"; {caveat}" if caveat else "")}

@@ -237,15 +237,20 @@ DocstringTriples = stage("DocstringTriples", "datasets.{train_data}",
                          max_seq_length="max_seq_length")
 LatencyProfile = stage("LatencyProfile", "latency",
                        "batch_size seq_len warmup_calls warmup_max_calls warmup_window "
-                       "warmup_tolerance rounds calls_per_round discard_calls encode_calls "
-                       "dtype seed")
-LatencySummary = stage("LatencySummary", "latency", "nboot ci seed reference_depth",
+                       "warmup_tolerance rounds target_half_width max_rounds max_seconds "
+                       "calls_per_round discard_calls encode_calls dtype seed nboot ci "
+                       "reference_depth",
+                       "One profiling run: the protocol and its stopping rule (the rounds "
+                       "go on until the CI of every Q is narrow enough: the bootstrap and "
+                       "the reference depth are the summary's).")
+LatencySummary = stage("LatencySummary", "latency",
+                       "nboot ci seed reference_depth target_half_width",
                        "The runs' analysis: bootstrap, reference depth and the coherence "
                        "checks' limits (latency.checks.*).",
                        **{k: f"latency.checks.{k}" for k in (
                            "intercept_floor", "max_residual", "max_slope_ratio",
                            "max_loo_error", "timer_slack", "max_timer_ratio_spread",
-                           "max_residual_iqr", "max_q_half_width", "split_half_tolerance",
+                           "split_half_tolerance",
                            "max_q_run_deviation",
                            "max_drift_range", "max_iqr_ratio", "max_run_deviation")})
 Stats = stage("Stats", "stats", "metric interval nboot ci seed equivalence_epsilon "

@@ -5,10 +5,12 @@ base and needs no training upstream.
 
 `profile`: one profiling run in one process (one job per run): every depth loaded, in eval
 mode, with an explicit dtype; the torch thread count set before any torch work; then the
-protocol of latency_protocol.py (interleaved warm-up, balanced rounds, encode() and
-tokenization in rounds of their own) on one fixed batch, with the host's state around the timed
-rounds (latency_host.py: torch version, device name, threads, dtype, load average, other
-work on the host and on CUDA the GPU clocks) added to every row.
+protocol of protocol.py (interleaved warm-up, balanced rounds until the relative ladder
+is precise enough or a cap, encode() and tokenization in rounds of their own) on one fixed
+batch, with the host's state around the timed rounds (host.py: torch version, device
+name, threads, dtype, load average, other work on the host and on CUDA the GPU clocks)
+added to every row; and what the stopping rule did (rounds, seconds, why it stopped, the
+reached CI half-width of Q per depth).
 
 The runs' statistics, coherence verdicts and canonical ladder are a stage of their own
 (latency_summary.py), so that changing the analysis does not rerun the profiling.
@@ -72,6 +74,10 @@ def profile_run(a, settings: LatencyProfile) -> None:
     contracts.write_parquet(a.out, df)
     print("environment:", {**env, **before, **after})
     print("warm-up:", warmup)
+    first = df.iloc[0]
+    print(f"rounds: {first['rounds_used']} in {first['rounds_seconds']:.1f} s, stopped at "
+          f"{first['stop_reason']}; CI half-width of Q per depth:",
+          df.groupby("depth")["half_width"].first().round(4).to_dict())
     fwd = df[(df["stage"] == "forward") & df["timed"]]
     print("p50 ms per depth:", (fwd.groupby("depth")["seconds"].median() * 1e3).round(3).to_dict())
 

@@ -10,6 +10,13 @@
   round where, for every depth, the median of its last window is within
   `warmup_tolerance` of the window before, or at `warmup_max_calls` (recorded as not
   converged);
+- adaptive rounds: at least `rounds`, then blocks of one balance period (D! rounds, or D
+  beyond 5 depths) until every depth's Q = t_d / t_ref has a CI half-width within
+  `target_half_width` of Q (relative.py's fit and round bootstrap, with the summary's
+  nboot, level, seed and reference depth, so the run records what the summary will
+  report), or until a cap: no block starts past `max_rounds` rounds or once the model
+  rounds have taken `max_seconds`. The run stops only between blocks, so the design stays
+  balanced; why the data-dependent stop leaves Q unbiased: docs/latency.md;
 - timed rounds: each visits every depth once; a visit makes `discard_calls` calls after
   the switch and then `calls_per_round` calls of the model (the "forward" stage: the whole
   sentence-transformers module stack on the pre-tokenized batch). Every call is recorded,
@@ -28,12 +35,14 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import time
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from workflow_scripts.biencoder.latency.relative import half_widths, reference_index
 from workflow_scripts.core import contracts
 
 if TYPE_CHECKING:
@@ -45,7 +54,12 @@ if TYPE_CHECKING:
 TEXT = ("Compute the arithmetic mean along the specified axis, ignoring NaNs, and return "
         "the average of the array elements over the flattened array by default.")
 STAGES = ("forward", "encode", "tokenize")
-COLUMNS = (*contracts.LATENCY_COLUMNS, "stage", "cpu_seconds")
+# What the stopping rule did, on every row of the run: rounds, seconds of model rounds,
+# why it stopped (target, max_rounds, max_seconds), the target and the reached half-width
+# of the row's depth.
+PRECISION_COLUMNS = ("rounds_used", "rounds_seconds", "stop_reason", "target_half_width",
+                     "half_width")
+COLUMNS = (*contracts.LATENCY_COLUMNS, "stage", "cpu_seconds", *PRECISION_COLUMNS)
 
 
 def long_text(seq_len: int) -> str:
@@ -108,6 +122,11 @@ def balanced_orders(depths, rounds: int, rng: np.random.Generator) -> list[list]
     return out[:rounds]
 
 
+def balance_period(n_depths: int) -> int:
+    """Rounds after which `balanced_orders` is balanced again: D!, or D beyond 5 depths."""
+    return math.factorial(n_depths) if n_depths <= 5 else n_depths
+
+
 def _settled(times: list, window: int, tol: float) -> bool:
     last, before = np.median(times[-window:]), np.median(times[-2 * window:-window])
     return bool(abs(last - before) <= tol * before)
@@ -153,6 +172,42 @@ def _visits(fns: dict, timed, orders, stage: str, rows: list, *, first_round: in
                              wall, event, cpu))
 
 
+def round_times(rows: list, depths: list, rounds: int) -> np.ndarray:
+    """t [rounds, depths]: the median of each visit's timed forward calls in `rows`."""
+    col = {d: j for j, d in enumerate(depths)}
+    calls = [[[] for _ in depths] for _ in range(rounds)]
+    for d, k, stage, _, timed, _, wall, _, _ in rows:
+        if stage == "forward" and timed:
+            calls[k][col[d]].append(wall)
+    return np.array([[np.median(c) for c in row] for row in calls])
+
+
+def adaptive_rounds(run_rounds, precision, clock, *, first: int, block: int, limit: int,
+                    seconds: float, target: float) -> dict:
+    """Run rounds [0, first), then blocks of `block` rounds until `precision(rounds)` (the
+    half-width of every depth's Q over Q) is at most `target`, or a cap: the next block
+    would pass `limit` rounds, or `clock()` says `seconds` have passed. `run_rounds(a, b)`
+    times rounds [a, b). Returns the rounds used, the seconds, the reached half-widths
+    and why it stopped."""
+    t0, n = clock(), min(first, limit)
+    run_rounds(0, n)
+    while True:
+        half = np.asarray(precision(n), float)
+        elapsed = clock() - t0
+        if np.all(half <= target):
+            stop = "target"
+        elif n + block > limit:
+            stop = "max_rounds"
+        elif elapsed >= seconds:
+            stop = "max_seconds"
+        else:
+            run_rounds(n, n + block)
+            n += block
+            continue
+        return {"rounds_used": n, "rounds_seconds": elapsed, "stop_reason": stop,
+                "half_width": half}
+
+
 def profile_protocol(models: dict, batch: dict, settings: LatencyProfile, *, run: int,
                      device: str, aux: dict | None = None, after_warmup=None, timed=None):
     """Time `models` (depth -> callable on the batch) with interleaved warm-up and balanced
@@ -168,7 +223,9 @@ def profile_protocol(models: dict, batch: dict, settings: LatencyProfile, *, run
     timed = timed or timer(device)
     aux = aux or {}
     depths = sorted(models)
-    orders = balanced_orders(depths, s.rounds, rng)
+    block = balance_period(len(depths))
+    limit = max(s.max_rounds, s.rounds)
+    orders = balanced_orders(depths, limit, rng)
     calls = {d: functools.partial(models[d], batch) for d in depths}
     rows: list = []
     with torch.inference_mode():
@@ -178,8 +235,22 @@ def profile_protocol(models: dict, batch: dict, settings: LatencyProfile, *, run
         if after_warmup is not None:
             after_warmup()
         t0 = timed(lambda: None)[0]
-        _visits(calls, timed, orders, "forward", rows, first_round=0,
-                discard=s.discard_calls, calls=s.calls_per_round, t0=t0)
+
+        def run_rounds(a: int, b: int) -> None:
+            _visits(calls, timed, orders[a:b], "forward", rows, first_round=a,
+                    discard=s.discard_calls, calls=s.calls_per_round, t0=t0)
+
+        ref = reference_index(depths, s.reference_depth)
+
+        def precision(n: int) -> np.ndarray:
+            if len(depths) < 2:  # Q of the reference alone is 1: nothing to estimate
+                return np.zeros(len(depths))
+            return half_widths(round_times(rows, depths, n), ref, nboot=s.nboot,
+                               level=s.ci, seed=s.seed + 1000 * run)
+
+        stop = adaptive_rounds(run_rounds, precision, lambda: timed(lambda: None)[0],
+                               first=s.rounds, block=block, limit=limit,
+                               seconds=s.max_seconds, target=s.target_half_width)
         aux_orders = balanced_orders(depths, s.encode_calls, rng)
         for stage, fns in aux.items():
             _visits(fns, timed, aux_orders, stage, rows, first_round=0,
@@ -189,6 +260,11 @@ def profile_protocol(models: dict, batch: dict, settings: LatencyProfile, *, run
     n, L = batch["input_ids"].shape
     df["run"], df["batch_size"], df["seq_len"], df["device"] = run, n, L, device
     df["depth"] = df["depth"].astype(int)
+    for k in ("rounds_used", "rounds_seconds", "stop_reason"):
+        df[k] = stop[k]
+    df["target_half_width"] = s.target_half_width
+    df["half_width"] = df["depth"].map(dict(zip(depths, stop["half_width"].tolist(),
+                                                strict=True))).astype(float)
     return df[list(COLUMNS)], {int(d): w for d, w in warmup.items()}
 
 

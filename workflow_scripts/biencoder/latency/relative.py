@@ -79,6 +79,42 @@ def bootstrap_log_q(t: np.ndarray, ref: int, *, nboot: int, seed: int) -> np.nda
     return col - col[:, [ref]]
 
 
+def reference_index(depths, reference_depth) -> int:
+    """Column of the reference depth: `reference_depth`, or the shallowest (None)."""
+    depths = [int(d) for d in depths]
+    if reference_depth is None:
+        return int(np.argmin(depths))
+    if int(reference_depth) not in depths:
+        raise ValueError(f"config key latency.reference_depth: {reference_depth} is not one of "
+                         f"the profiled depths {depths}")
+    return depths.index(int(reference_depth))
+
+
+def half_widths(t: np.ndarray, ref: int, *, nboot: int, level: float, seed: int) -> np.ndarray:
+    """Per depth, the half-width of Q's CI over Q (as `relative_ladder` gives them, with
+    the same arguments): the precision a run reached, and what its stopping rule reads."""
+    f = fit(t, ref)
+    lo, hi = _interval(bootstrap_log_q(t, ref, nboot=nboot, seed=seed), level)
+    return (np.exp(hi) - np.exp(lo)) / 2 / np.exp(f["log_q"])
+
+
+def canonical_ci(calls: pd.DataFrame, runs, reference_depth, *, nboot: int, level: float,
+                 seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """CI per depth of the canonical ladder's Q (the median over `runs` of their Q) from
+    the timed forward `calls`: runs resampled, then whole rounds within each, as the
+    latency claims resample them (workflow_scripts/claims/latency.py)."""
+    boot = []
+    for i, r in enumerate(runs):
+        t, depths, _ = round_matrix(calls[calls["run"] == r])
+        ref = reference_index(depths, reference_depth)
+        boot.append(bootstrap_log_q(t, ref, nboot=nboot, seed=seed + 7919 * i))
+    boot = np.exp(np.stack(boot))  # [runs, nboot, D]
+    rng = np.random.default_rng(seed)
+    picked = rng.integers(len(runs), size=(nboot, len(runs)))
+    which = rng.integers(nboot, size=(nboot, len(runs)))
+    return _interval(np.median(boot[picked, which], axis=1), level)
+
+
 def _interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     a = (1 - level) / 2
     return np.quantile(samples, a, axis=0), np.quantile(samples, 1 - a, axis=0)

@@ -34,6 +34,8 @@ ENV_COLUMNS = ("device", "device_name", "threads", "dtype", "torch", "batch_size
                "host_cpus", "loadavg_before", "loadavg_after",
                *(f"{k}_{w}" for w in ("before", "after")
                  for k in ("host_busy_s", "host_steal_s", "proc_cpu_s", "clock_s")))
+# What each run's stopping rule did (protocol.PRECISION_COLUMNS; absent in older runs).
+STOP_COLUMNS = ("rounds_used", "rounds_seconds", "stop_reason", "target_half_width")
 # Columns the canonical ladder takes over from the summary (one setup per profiling).
 SETUP_COLUMNS = ("device", "device_name", "threads", "dtype", "batch_size", "seq_len")
 
@@ -50,15 +52,8 @@ def _timed(df: pd.DataFrame, stage: str) -> pd.DataFrame:
     return df[keep]
 
 
-def reference_index(depths, reference_depth) -> int:
-    """Column of the reference depth: `reference_depth`, or the shallowest (None)."""
-    depths = [int(d) for d in depths]
-    if reference_depth is None:
-        return int(np.argmin(depths))
-    if int(reference_depth) not in depths:
-        raise ValueError(f"config key latency.reference_depth: {reference_depth} is not one of "
-                         f"the profiled depths {depths}")
-    return depths.index(int(reference_depth))
+# Kept here as the summary's API (tests and callers name it so).
+reference_index = latency_relative.reference_index
 
 
 def relative_rows(calls: pd.DataFrame, run: int, settings: LatencySummary) -> pd.DataFrame:
@@ -79,6 +74,7 @@ def relative_rows(calls: pd.DataFrame, run: int, settings: LatencySummary) -> pd
         "step_ci_high": np.concatenate([nan, rel["step_ci_high"]]),
         **{f"q{i}{k}": h[f"q{k}"] for i, h in ((1, first), (2, second))
            for k in ("", "_ci_low", "_ci_high")},
+        "q_half_width": (rel["q_ci_high"] - rel["q_ci_low"]) / 2 / rel["q"],
         "resid_iqr": rel["resid_iqr"], "resid_alpha_corr": drift.pop("resid_alpha_corr"),
         **drift, "rounds_fit": len(t)})
     cost = {int(d): latency_relative.switch_cost(g) for d, g in fwd.groupby("depth")}
@@ -111,7 +107,7 @@ def summarize(df: pd.DataFrame, settings: LatencySummary) -> pd.DataFrame:
             aux = _timed(df, st)
             v = aux.loc[(aux["run"] == run) & (aux["depth"] == depth), "seconds"]
             row[f"{st}_p50_ms"] = _q(v.to_numpy(float), 0.5) if len(v) else float("nan")
-        for col in ("warmup_calls", "warmup_converged", *ENV_COLUMNS):
+        for col in ("warmup_calls", "warmup_converged", *STOP_COLUMNS, *ENV_COLUMNS):
             if col in g:
                 row[col] = g[col].iloc[0]
         rows.append(row)
@@ -134,6 +130,9 @@ def _run_record(s: pd.DataFrame) -> dict:
         rec["step_ci_low"] = s["step_ci_low"].to_numpy(float)[1:]
         rec["step_ci_high"] = s["step_ci_high"].to_numpy(float)[1:]
         rec["resid_iqr"] = float(s["resid_iqr"].iloc[0])
+        rec["rounds"] = int(s["rounds_fit"].iloc[0])
+        if "stop_reason" in s:
+            rec["stop_reason"] = str(s["stop_reason"].iloc[0])
         rec["drift_range"] = float(s["drift_range"].iloc[0])
     device = s["device"].iloc[0] if "device" in s else "cpu"
     if device == "cuda" and "event_p50_ms" in s:
@@ -152,8 +151,13 @@ HOW_TO_READ = {
          "alike; runs[i].relative_ladder holds each run's Q with its CI (whole rounds "
          "resampled)",
     "coherent": "a run is coherent when no gate fails: monotone, linear, constant_slope, "
-                "leave_one_out, timers_agree, relative_stable; absolute_stable is reported "
-                "but does not gate",
+                "leave_one_out, timers_agree, relative_stable (halves and runs agree); "
+                "precise and absolute_stable are reported but do not gate",
+    "precision": "runs[i].precision: the rounds the run used (at least latency.rounds, then "
+                 "blocks until every Q's CI half-width / Q <= target_half_width or a cap: "
+                 "stop_reason target, max_rounds or max_seconds), the seconds of its model "
+                 "rounds and the half-width it reached per depth; a run stopped at a cap is "
+                 "used with its wider CI",
     "canonical_ladder": "q: median over the coherent runs of their Q; p50_ms: q times "
                         "reference_p50_ms (median over the coherent runs of the reference "
                         "depth's p50); absolute_verified: every coherent run also passed "
@@ -240,7 +244,23 @@ def _run_details(summary: pd.DataFrame, run: int) -> dict:
             "resid_iqr")}, "resid_alpha_corr": _rounded(s["resid_alpha_corr"]),
             "rounds": int(first["rounds_fit"])},
         "switch_cost_first_call": _rounded(s["switch_cost_first"]),
+        "precision": precision(s),
     }
+
+
+def precision(s: pd.DataFrame) -> dict:
+    """One run's rows: the rounds, seconds and stop of its stopping rule (where recorded)
+    and the half-width of Q's CI / Q it reached per depth."""
+    first, half = s.iloc[0], s["q_half_width"].to_numpy(float)
+    out = {"rounds": int(first["rounds_fit"]), "half_width": _rounded(half),
+           "max_half_width": _rounded([half.max()])[0]}
+    for col, key in (("rounds_seconds", "seconds"), ("stop_reason", "stop_reason"),
+                     ("target_half_width", "target_half_width")):
+        if col in s:
+            out[key] = coherence.plain(first[col])
+    if "target_half_width" in s:
+        out["reached_target"] = bool(half.max() <= float(first["target_half_width"]))
+    return out
 
 
 def _ladder(summary: pd.DataFrame, wide: pd.DataFrame, coherent: np.ndarray):
@@ -341,6 +361,12 @@ def main(argv=None) -> None:
         ap.error(str(e))
     df = pd.concat([contracts.read_latency(p) for p in a.runs], ignore_index=True)
     summary, doc, ladder = check(summarize(df, settings), coherence.Thresholds.of(settings))
+    if len(used := doc["canonical_ladder"]["runs_used"]):  # the canonical Q's CI
+        lo, hi = latency_relative.canonical_ci(_timed(df, "forward"), used,
+                                               settings.reference_depth, nboot=settings.nboot,
+                                               level=settings.ci, seed=settings.seed)
+        ladder["q_ci_low"], ladder["q_ci_high"] = lo, hi
+        doc["canonical_ladder"].update(q_ci_low=_rounded(lo), q_ci_high=_rounded(hi))
     contracts.write_parquet(a.out, summary)
     if a.coherence:
         contracts.write_json(a.coherence, doc)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.biencoder.report.markdown import fmt, md_table
+from workflow_scripts.biencoder.report.markdown import fmt, interval, md_table
 
 
 def _latency_setup(summary: pd.DataFrame) -> str:
@@ -74,7 +74,9 @@ def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | Non
     ref = int(ladder["ref_depth"].iloc[0]) if "ref_depth" in ladder else int(depths.min())
     table = pd.DataFrame({"depth": ladder["depth"].astype(int)})
     if "q" in ladder:
-        table[f"Q (× L{ref})"] = [fmt(x, 3) for x in ladder["q"].astype(float)]
+        table[f"Q (× L{ref})"] = (  # with the canonical Q's CI (runs and rounds resampled)
+            [interval(*x, digits=3) for x in ladder[["q", "q_ci_low", "q_ci_high"]].to_numpy()]
+            if "q_ci_low" in ladder else [fmt(x, 3) for x in ladder["q"].astype(float)])
     table["p50_ms"] = ladder["p50_ms"]
     table["runs used"] = ladder["runs_used"].astype(int)
     for col, name in (("encode_p50_ms", "encode() p50_ms"),
@@ -84,11 +86,14 @@ def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | Non
     out = [head + " Each run's relative ladder Q = t_depth / t_ref (reference: depth "
            f"{ref}) comes from a robust two-way fit of log time over rounds × depths, which "
            "takes out drift that slows every call alike; its CIs resample whole rounds. "
-           "Every run is checked for physical coherence on Q (monotone, linear, constant "
-           "per-layer slope, leave-one-out prediction), for timers that agree and for a "
-           "stable relative ladder (small residuals, narrow CIs, both halves of the run "
-           "agreeing, runs agreeing); `absolute_stable` (steady machine speed, tight calls, "
-           "runs agreeing in milliseconds) is reported without gating "
+           "A run adds rounds until every Q's CI reaches the target half-width or a cap "
+           "stops it. Every run is checked for physical coherence on Q (monotone, linear, "
+           "constant per-layer slope, leave-one-out prediction), for timers that agree and "
+           "for a consistent relative ladder (both halves of the run agreeing, runs "
+           "agreeing); precision (`precise`: every Q's CI within the target) and "
+           "`absolute_stable` (steady machine speed, tight calls, runs agreeing in "
+           "milliseconds) are reported without gating: a run that stopped at a cap is used "
+           "with its wider CI, which the latency claims read "
            "(`results/latency/coherence.json` holds each check's value). The canonical "
            "ladder is, per depth, the median over the coherent runs only of their Q, times "
            "the median over them of the reference depth's p50 (ms per batch of model "
@@ -119,6 +124,12 @@ def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | Non
     if "absolute_stable" in per_run:
         verdicts["absolute stable"] = ["yes" if per_run.loc[r, "absolute_stable"] else "no"
                                        for r in wide.index]
+    for col, name in (("rounds_fit", "rounds"), ("stop_reason", "stopped at")):
+        if col in per_run:
+            verdicts[name] = per_run.loc[wide.index, col].to_numpy()
+    if "q_half_width" in summary:  # the precision each run reached (not a gate)
+        half = summary.groupby("run")["q_half_width"].max()
+        verdicts["CI of Q ±"] = [f"{half[r]:.1%}" for r in wide.index]
     for col, name in (("resid_iqr", "fit residual IQR"), ("drift_range", "drift range")):
         if col in per_run:
             verdicts[name] = per_run.loc[wide.index, col].astype(float).to_numpy()
@@ -126,6 +137,12 @@ def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | Non
         ratio = (summary.iqr_ms / summary.p50_ms).groupby(summary.run).max()
         verdicts["max IQR/median"] = verdicts.run.map(ratio).astype(float)
     out.append("### Per-run verdicts\n\n" + md_table(verdicts, 3) + "\n")
+    capped = [str(r) for r in wide.index if per_run.get("stop_reason", {}).get(r, "target")
+              != "target"]
+    if capped:
+        out.append(f"Run(s) {', '.join(capped)} stopped at a cap before every Q's CI reached "
+                   "the target: used where coherent, with the wider CI shown above, which "
+                   "the latency claims read.\n")
     bad = [r for r, c in zip(wide.index, coherent, strict=True) if not c]
     if bad:
         lines = ["### Incoherent runs (left out of the canonical ladder)\n"]
