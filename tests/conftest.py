@@ -1,4 +1,5 @@
-"""Shared fixtures: the repository root, a tiny random-init BERT, and a Snakemake runner."""
+"""Shared fixtures: the repository root, a tiny random-init BERT, the finished tiny study,
+and a Snakemake runner."""
 
 from __future__ import annotations
 
@@ -22,6 +23,36 @@ def tiny_model(tmp_path_factory) -> Path:
 
     return make_tiny_model(tmp_path_factory.mktemp("models") / "tiny", layers=3, hidden=32,
                            heads=2, intermediate=64, seed=0)
+
+
+# Tests that use the tiny study run on one pytest-xdist worker (pyproject: --dist
+# loadgroup), so that the session's one run of it is built once, not once per worker.
+TINY_STUDY_GROUP = "tiny_study"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if {"tiny_run", "tiny_run_copy"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group(TINY_STUDY_GROUP))
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, tiny_model):
+    """The tiny study run once (tests/tiny_study.py): (workdir, config file, the snakemake
+    process). Shared by every test that uses it: only read it; change a tiny_run_copy."""
+    from tiny_study import run_tiny_study
+
+    return run_tiny_study(tmp_path_factory.mktemp("tiny") / "study", tiny_model)
+
+
+@pytest.fixture
+def tiny_run_copy(tiny_run, tmp_path):
+    """A copy of the finished tiny study, for a test that edits or reruns it: (workdir,
+    config file)."""
+    from tiny_study import copy_study
+
+    wd, cfg, _ = tiny_run
+    return copy_study(wd, cfg, tmp_path / "study")
 
 
 # Pooling of each architecture's tiny model: CLS for some (as bge), no Normalize for one, so
