@@ -26,7 +26,7 @@ study: install
 	$(VENV)/bin/snakemake --cores $(CORES)
 
 test: install
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 lint: install
 	$(VENV)/bin/ruff check .
