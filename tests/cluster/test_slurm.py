@@ -37,13 +37,15 @@ def cluster():
 
 
 @pytest.fixture(scope="module")
-def runs(cluster, tiny_run, tmp_path_factory):
+def runs(cluster, tmp_path_factory, request):
     """The tiny study cut to one seed (slurmrun.cluster_config) through SLURM (everything),
     and its local twin: the session's local tiny study (conftest's tiny_run), whose seed-1
     models and evaluations are the same jobs, with the stats and learning curves redone
     for the cut config in a copy of it (the only jobs the cut config changes)."""
+    # Asked for here, after `cluster`: a session fixture in the signature would be built
+    # first, also when there is no cluster to skip for.
+    study, study_cfg, _ = request.getfixturevalue("tiny_run")
     tmp = tmp_path_factory.mktemp("cluster")
-    study, study_cfg, _ = tiny_run
     cfg = slurmrun.cluster_config(yaml.safe_load(study_cfg.read_text()))
     configfile = tmp / "cluster.yaml"
     configfile.write_text(yaml.safe_dump(cfg))
