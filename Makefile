@@ -7,6 +7,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat envs/requirements.txt envs/requirements-dev.txt | cksum | cut -d' ' -f1)
 CORES ?= all
+# make test's pytest-xdist workers; tests that share the tiny study run on one of them.
+TEST_WORKERS ?= 2
 # pip on some machines warns about every missing local index folder; keep the log readable.
 PIP_FILTER := { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
@@ -24,7 +26,7 @@ study: install
 	$(VENV)/bin/snakemake --cores $(CORES)
 
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 lint: install
 	$(VENV)/bin/ruff check .

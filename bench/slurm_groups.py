@@ -23,8 +23,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests/cluster")]
 import slurmrun  # noqa: E402
-from test_workflow import tiny_config  # noqa: E402
 from tiny_models import make_tiny_model  # noqa: E402
+from tiny_study import tiny_config  # noqa: E402
 
 
 def sacct_times(run_id: str) -> tuple[int, float, float]:

@@ -1,4 +1,5 @@
-"""Shared fixtures: the repository root, a tiny random-init BERT, and a Snakemake runner."""
+"""Shared fixtures: the repository root, a tiny random-init BERT, the finished tiny study,
+and a Snakemake runner."""
 
 from __future__ import annotations
 
@@ -22,6 +23,47 @@ def tiny_model(tmp_path_factory) -> Path:
 
     return make_tiny_model(tmp_path_factory.mktemp("models") / "tiny", layers=3, hidden=32,
                            heads=2, intermediate=64, seed=0)
+
+
+# Test files that use the tiny study (tiny_run below). `pytest -n N` (make test) runs each
+# of these files on one pytest-xdist worker, together, so that the session's one run of the
+# study is built once, not once per worker; every other test is scheduled on its own.
+# (pytest-xdist's xdist_group marks cannot do it: 3.8.0 sets a node id attribute that
+# pytest 9.2 no longer reads.)
+TINY_STUDY_FILES = ("tests/test_workflow.py", "tests/cluster/test_slurm.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "load":
+        return None  # --dist given: xdist's own scheduler
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TinyStudyScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tiny_study" if path in TINY_STUDY_FILES else nodeid
+
+    return TinyStudyScheduling(config, log)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, tiny_model):
+    """The tiny study run once (tests/tiny_study.py): (workdir, config file, the snakemake
+    process). Shared by every test that uses it: only read it; change a tiny_run_copy."""
+    from tiny_study import run_tiny_study
+
+    return run_tiny_study(tmp_path_factory.mktemp("tiny") / "study", tiny_model)
+
+
+@pytest.fixture
+def tiny_run_copy(tiny_run, tmp_path):
+    """A copy of the finished tiny study, for a test that edits or reruns it: (workdir,
+    config file)."""
+    from tiny_study import copy_study
+
+    wd, cfg, _ = tiny_run
+    return copy_study(wd, cfg, tmp_path / "study")
 
 
 # Pooling of each architecture's tiny model: CLS for some (as bge), no Normalize for one, so

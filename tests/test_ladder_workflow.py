@@ -131,14 +131,17 @@ def test_tiny_ladder_end_to_end_and_resume(tmp_path):
                       "ladder_summary": 1, "ladder": 1}
 
     # batch_seeds (+ batch_methods): the same runs from one job per (config, method, k)
-    # (per (config, k)), equal predictions
+    # (per (config, k)), equal predictions. Only the runs are asked for: the stats, figure
+    # and summary of batched runs are the tiny study's (tests/tiny_study.py, test_workflow).
     for batch, methods in (({"batch_seeds": True}, ["bp"]),
                            ({"batch_seeds": True, "batch_methods": True}, ["bp", "fa"])):
         batched = tmp_path / f"batched{len(batch)}"
         cfg_b = write_config(tmp_path / f"tiny_batched{len(batch)}.yaml",
                              {**TINY["ladder"], **batch, "methods": methods,
                               "crosscheck": False})
-        proc = snakemake(batched, "ladder", "--configfile", cfg_b, "--cores", "2")
+        runs = [f"results/ladder/runs/t/{m}/k{k}/seed{seed}.parquet" for m in methods
+                for k in (0, 1) for seed in (1, 2)]
+        proc = snakemake(batched, *runs, "--configfile", cfg_b, "--cores", "2")
         assert job_counts(proc.stdout + proc.stderr)["ladder_train"] == 2  # k = 0, 1
         for k in (0, 1):
             assert (batched / f"results/ladder/runs/t/fa/k{k}/seed2.parquet").exists() == (

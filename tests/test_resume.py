@@ -53,6 +53,22 @@ def data(tmp_path_factory):
                                 docs=60)
 
 
+@pytest.fixture(scope="module")
+def top_reference(tiny_model, data):
+    """An uninterrupted in-process training of strategy top with EVAL_STEPS' snapshots:
+    (its folder, the train() keywords that made it, its summary); the reference of the
+    fallback and missing-snapshot tests, which train it the same way."""
+    from workflow_scripts.biencoder.train import train
+    from workflow_scripts.core.settings import Train
+
+    kw = dict(base=str(tiny_model), strategy="top", depth=2, seed=5,
+              settings=Train.from_json(json.dumps(SETTINGS)), triples=data / "t.parquet",
+              checkpoint_every=2)
+    ref = data / "top-ref"
+    summary = train(out_dir=ref, eval_steps=EVAL_STEPS, **kw)
+    return ref, kw, summary
+
+
 def _metrics(model_dir, bench) -> pd.DataFrame:
     df, _ = evaluate.evaluate_model(load_encoder(str(model_dir), max_seq_length=16), bench,
                                     top_k=100)
@@ -61,10 +77,13 @@ def _metrics(model_dir, bench) -> pd.DataFrame:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["top", "matryoshka2d"])
-def test_killed_training_resumes_to_the_same_model(tiny_model, data, strategy):
+def test_killed_training_resumes_to_the_same_model(tiny_model, data, strategy, request):
     ref, out = data / f"ref-{strategy}", data / f"out-{strategy}"
     cmd = functools.partial(_train_cmd, tiny_model, data / "t.parquet", strategy=strategy)
-    subprocess.run(cmd(ref), env=_env(), check=True, capture_output=True)
+    if strategy == "top":  # the CLI runs train() as top_reference does (one thread)
+        ref = request.getfixturevalue("top_reference")[0]
+    else:
+        subprocess.run(cmd(ref), env=_env(), check=True, capture_output=True)
 
     # Slow each step down so the job can be killed between checkpoints.
     proc = subprocess.Popen(cmd(out, step_delay=0.4), env=_env(),
@@ -124,18 +143,16 @@ def _crash_after(step: int):
 
 
 @pytest.mark.slow
-def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(tiny_model, data, capsys):
+def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(top_reference, data,
+                                                                  capsys):
     """Issue #17: a truncated model.safetensors in the newest checkpoint used to fail every
     rerun with "SafetensorError: invalid header length"; now the older one resumes and the
     model ends bit-identical to an uninterrupted run."""
     from workflow_scripts.biencoder.train import train
-    from workflow_scripts.core.settings import Train
 
-    s = Train.from_json(json.dumps(SETTINGS))
-    kw = dict(base=str(tiny_model), strategy="top", depth=2, seed=5, settings=s,
-              triples=data / "t.parquet", checkpoint_every=2, eval_steps=EVAL_STEPS)
-    ref, out = data / "fallback-ref", data / "fallback-out"
-    train(out_dir=ref, **kw)
+    ref, kw, _ = top_reference
+    kw = {**kw, "eval_steps": EVAL_STEPS}
+    out = data / "fallback-out"
     with pytest.raises(_Crash):
         train(out_dir=out, callbacks=[_crash_after(4)], **kw)
     newest = data / "fallback-out.trainer" / "checkpoint-4" / "model.safetensors"
@@ -171,18 +188,14 @@ def test_a_stopped_adaptive_run_resumes_with_the_same_layer_draws(tiny_model, da
 
 
 @pytest.mark.slow
-def test_resume_past_a_missing_snapshot_trains_from_the_start(tiny_model, data, capsys):
+def test_resume_past_a_missing_snapshot_trains_from_the_start(top_reference, data, capsys):
     """A trainer state past a snapshot step whose snapshot is not there (left by a run with
     other eval_steps) cannot give that snapshot: the rerun starts over and still ends with
     an uninterrupted run's model and snapshots."""
     from workflow_scripts.biencoder.train import train
-    from workflow_scripts.core.settings import Train
 
-    kw = dict(base=str(tiny_model), strategy="top", depth=2, seed=5,
-              settings=Train.from_json(json.dumps(SETTINGS)), triples=data / "t.parquet",
-              checkpoint_every=2)
-    ref, out = data / "lost-ref", data / "lost-out"
-    train(out_dir=ref, eval_steps=EVAL_STEPS, **kw)
+    ref, kw, _ = top_reference
+    out = data / "lost-out"
     with pytest.raises(_Crash):
         train(out_dir=out, eval_steps=(5, 8), callbacks=[_crash_after(4)], **kw)
     summary = train(out_dir=out, eval_steps=EVAL_STEPS, **kw)

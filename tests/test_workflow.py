@@ -8,81 +8,10 @@ import re
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, copy_workflow, job_counts, planned_jobs, snakemake
+from conftest import ROOT, job_counts, planned_jobs, snakemake
+from tiny_study import TINY_BENCHMARKS, TINY_CLAIMS
 
 from workflow_scripts.core import contracts
-
-TINY_BENCHMARKS = ["tiny-a", "tiny-b"]
-
-
-def tiny_config(model_dir) -> dict:
-    """Two depths, two budgets, two seeds, two tiny benchmarks, a tiny ladder."""
-    return {
-        "base_model": str(model_dir),
-        "depths": [1, 2],
-        "strategies": ["top"],
-        "max_seq_length": 32,
-        "recipes": {
-            "r1": {"batch_size": 4, "steps": 2, "lr": 1e-3, "warmup": 0, "seeds": [1, 2]},
-            "r4": {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 0, "seeds": [1, 2],
-                   "eval_steps": [2, 4, 8],  # a learning curve: snapshots at 2 and 4
-                   "train_once": ["adaptive"]},  # one training per seed serves depths 1, 2
-        },
-        "train_data": "tiny-train",
-        "benchmarks": TINY_BENCHMARKS,
-        "datasets": {
-            "tiny-train": {"source": "docstrings", "packages": ["numpy"], "max_triples": 64},
-            "tiny-a": {"source": "docstrings", "packages": ["pandas"], "max_queries": 12,
-                       "max_docs": 30, "seed": 0},
-            "tiny-b": {"source": "docstrings", "packages": ["pandas"], "max_queries": 12,
-                       "max_docs": 30, "seed": 1},
-        },
-        "eval": {"top_k": 100, "batch_size": 16, "min_queries": 10},
-        "latency": {"runs": 1, "batch_size": 4, "seq_len": 16, "warmup_calls": 2,
-                    "rounds": 2, "max_rounds": 2, "calls_per_round": 2},
-        "stats": {"nboot": 200, "seed": 0},
-        "figures": {"budget_pair": ["r1", "r4"], "formats": ["png"]},
-        "ladder": {
-            "dataset": {"name": "digits", "n_train": 100, "n_test": 60, "split_seed": 0},
-            "configs": [{"name": "t", "d": 8, "L": 2}],
-            "methods": ["bp"],
-            "seeds": [1, 2],
-            "train": {"epochs": 2, "batch_size": 32},
-            "crosscheck": False,
-            "stats": {"nboot": 200},
-        },
-        "claims": TINY_CLAIMS,
-    }
-
-
-# One claim of each study (bi-encoder, latency, ladder) and of the train-once arm, so that
-# the tiny run decides them. `budget` leaves r4's strategy out: its per-depth one, top.
-TINY_CLAIMS = [
-    {"id": "deeper-helps", "statement": "Two layers beat one at r1",
-     "a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r1", "depth": 2}, "test": "greater"},
-    {"id": "per-depth-beats-train-once", "statement": "Per-depth training beats adaptive",
-     "for_each": {"depth": "all"}, "a": {"recipe": "r4", "strategy": "adaptive"},
-     "b": {"recipe": "r4", "strategy": "top"}, "test": "greater"},
-    {"id": "budget", "statement": "r4 is no better than r1 at any depth",
-     "for_each": {"depth": "all"}, "a": {"recipe": "r1"}, "b": {"recipe": "r4"},
-     "test": "less", "threshold": 0.05},
-    {"id": "latency", "statement": "Latency is linear and L1 is faster",
-     "all_of": [{"estimate": "latency_coherent"},
-                {"estimate": "latency_ratio", "a": {"depth": 2}, "b": {"depth": 1},
-                 "test": "less", "threshold": 0.95}]},
-    {"id": "ladder-bp", "statement": "BP uses the blocks",
-     "a": {"method": "bp", "k": 0}, "b": {"method": "bp", "k": 2}, "test": "greater"},
-]
-
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory, tiny_model):
-    """The whole DAG once, on the tiny config, in a copy of the workflow (as in a clone)."""
-    wd = copy_workflow(tmp_path_factory.mktemp("tiny") / "study")
-    cfg = wd / "tiny.yaml"
-    cfg.write_text(yaml.safe_dump(tiny_config(tiny_model)))
-    proc = snakemake(wd, "--configfile", str(cfg), "--cores", "2")
-    return wd, cfg, proc
 
 
 @pytest.mark.slow
@@ -199,15 +128,11 @@ def _dry_edited(wd, cfg, tmp_path, edit) -> str:
 
 
 @pytest.mark.slow
-def test_moved_study_has_nothing_to_do(tiny_run):
-    """Code inputs are relative to the workflow folder: a moved clone reruns nothing."""
-    wd, cfg, _ = tiny_run
-    moved = wd.with_name("moved")
-    wd.rename(moved)
-    try:
-        assert "Nothing to be done" in _dry(moved, moved / cfg.name)
-    finally:
-        moved.rename(wd)
+def test_moved_study_has_nothing_to_do(tiny_run_copy):
+    """Code inputs are relative to the workflow folder: a moved clone (the finished study
+    copied to another folder) reruns nothing."""
+    moved, cfg = tiny_run_copy
+    assert "Nothing to be done" in _dry(moved, cfg)
 
 
 # Rules whose command's import closure holds the module (an independent list, by hand).
@@ -229,15 +154,13 @@ IMPORTERS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(IMPORTERS))
-def test_code_change_reruns_exactly_the_stages_that_import_it(tiny_run, module):
-    wd, cfg, _ = tiny_run
+def test_code_change_reruns_exactly_the_stages_that_import_it(tiny_run_copy, module):
+    wd, cfg = tiny_run_copy
     path = wd / module
     original = path.read_text()
     path.write_text(original + "\n# changed\n")
-    try:
-        jobs = planned_jobs(_dry(wd, cfg))
-    finally:
-        path.write_text(original)  # same content: the study is up to date again
+    jobs = planned_jobs(_dry(wd, cfg))
+    path.write_text(original)  # same content: the study is up to date again
     # The rules whose jobs list the module as an input are exactly those that import it...
     assert {rule for rule, _, inputs in jobs if module in inputs} == IMPORTERS[module]
     # ...and every other planned job only consumes what those jobs rewrite.
@@ -330,8 +253,8 @@ def test_edited_claim_reruns_only_the_claims_their_figure_and_the_report(tiny_ru
 
 
 @pytest.mark.slow
-def test_changed_benchmark_reruns_only_its_evaluations(tiny_run):
-    wd, cfg, _ = tiny_run
+def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
+    wd, cfg = tiny_run_copy
     queries = wd / "data/beir/tiny-a/queries.jsonl"
     rows = [json.loads(line) for line in queries.read_text().splitlines()]
     rows[0]["text"] = "Compute the arithmetic mean of the values"  # new content, same ids
@@ -478,7 +401,7 @@ def test_paper_config_lists_exactly_the_papers_jobs(tmp_path):
 
 
 @pytest.mark.slow
-def test_html_report_builds(tiny_run):
-    wd, cfg, _ = tiny_run
+def test_html_report_builds(tiny_run_copy):
+    wd, cfg = tiny_run_copy
     snakemake(wd, "--configfile", str(cfg), "--report", "results/report.html")
     assert (wd / "results/report.html").stat().st_size > 100_000
