@@ -5,6 +5,7 @@ numpy only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import fields
 
@@ -114,6 +115,18 @@ def check_open_unit(name: str, value) -> None:
         ok = False
     if not ok:
         raise ValueError(f"{name} must be a number in (0, 1); got {value!r}")
+
+
+def check_plan_targets(half_width, delta, *, power, alpha, ci) -> None:
+    """The seed planners' targets (multibootstrap and seed_planning `seeds_needed`)."""
+    if half_width is None and delta is None:
+        raise ValueError("give half_width and/or delta")
+    if half_width is not None and not (math.isfinite(half_width) and half_width > 0):
+        raise ValueError(f"half_width must be a positive number; got {half_width!r}")
+    if delta is not None and not (math.isfinite(delta) and delta != 0):
+        raise ValueError(f"delta must be a non-zero number; got {delta!r}")
+    for name, value in (("power", power), ("alpha", alpha), ("ci", ci)):
+        check_open_unit(name, value)
 
 
 def check_sizes(arms: list[Arm], resample: tuple[str, ...]) -> None:

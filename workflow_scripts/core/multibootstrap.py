@@ -32,6 +32,7 @@ from workflow_scripts.core.bootstrap_inputs import (
     as_block,
     check_args,
     check_open_unit,
+    check_plan_targets,
     check_sizes,
     flat_row,
     seed_ids,
@@ -226,14 +227,7 @@ def seeds_needed(scores, *, half_width: float | None = None, delta: float | None
     effects cancel), two-sided level alpha: n = 2 v_seed (z_{1-alpha/2} + z_power)^2 / delta^2.
     Both are at least 2.
     """
-    if half_width is None and delta is None:
-        raise ValueError("give half_width and/or delta")
-    if half_width is not None and not (math.isfinite(half_width) and half_width > 0):
-        raise ValueError(f"half_width must be a positive number; got {half_width!r}")
-    if delta is not None and not (math.isfinite(delta) and delta != 0):
-        raise ValueError(f"delta must be a non-zero number; got {delta!r}")
-    for name, value in (("power", power), ("alpha", alpha), ("ci", ci)):
-        check_open_unit(name, value)
+    check_plan_targets(half_width, delta, power=power, alpha=alpha, ci=ci)
     comp = variance_components(scores)
     n_s, n_e = as_block(scores, "scores").shape
     v_seed = comp["sigma2_seed"] + comp["sigma2_residual"] / n_e

@@ -14,7 +14,7 @@ from typing import Any
 
 from scipy import stats
 
-from workflow_scripts.core.bootstrap_inputs import as_block, check_open_unit
+from workflow_scripts.core.bootstrap_inputs import as_block, check_open_unit, check_plan_targets
 from workflow_scripts.core.calibrated import (
     Term,
     calibrated_df,
@@ -91,14 +91,7 @@ def seeds_needed(scores, *, half_width: float | None = None, delta: float | None
     (t_{1-alpha/2} + t_power) sqrt(2 v_seed / n) <= |delta|. Both at least 2.
     half_width_now is the calibrated interval's at the seeds given.
     """
-    if half_width is None and delta is None:
-        raise ValueError("give half_width and/or delta")
-    if half_width is not None and not (math.isfinite(half_width) and half_width > 0):
-        raise ValueError(f"half_width must be a positive number; got {half_width!r}")
-    if delta is not None and not (math.isfinite(delta) and delta != 0):
-        raise ValueError(f"delta must be a non-zero number; got {delta!r}")
-    for name, value in (("power", power), ("alpha", alpha), ("ci", ci)):
-        check_open_unit(name, value)
+    check_plan_targets(half_width, delta, power=power, alpha=alpha, ci=ci)
     comp = variance_components(scores)
     n_s, n_e = as_block(scores, "scores").shape
     v_seed = comp["sigma2_seed"] + comp["sigma2_residual"] / n_e

@@ -177,15 +177,7 @@ def _norm(text: str) -> str:
 
 def dedupe(pairs: list[Pair]) -> list[Pair]:
     """Keep the first pair of each summary and of each body (aliases, inherited docs)."""
-    summaries, bodies, out = set(), set(), []
-    for p in pairs:
-        s, b = _norm(p.summary), _norm(p.body)
-        if s in summaries or b in bodies:
-            continue
-        summaries.add(s)
-        bodies.add(b)
-        out.append(p)
-    return out
+    return encoder_view.distinct(pairs, lambda texts: [_norm(t) for t in texts])
 
 
 def exclude_texts_of(pairs: list[Pair], packages, tokenize=None) -> list[Pair]:

@@ -48,12 +48,13 @@ def tokenizer(base_model: str, max_seq_length: int) -> Tokenize:
                                                       max_length=max_seq_length)["input_ids"]]
 
 
-def distinct(pairs: Sequence[TextPair], tokenize: Tokenize) -> list:
-    """Keep the first pair of each summary and of each body as the encoder sees them (the
-    rule of docstrings.dedupe, on the truncated token ids instead of the full text)."""
+def distinct(pairs: Sequence[TextPair], keys: Callable[[Sequence[str]], list]) -> list:
+    """Keep the first pair of each summary and of each body, two texts being the same when
+    `keys` maps them to the same key: the truncated token ids (`tokenizer`: as the encoder
+    sees them) or a normalized full text (docstrings.dedupe)."""
     summaries, bodies, out = set(), set(), []
-    for p, s, b in zip(pairs, tokenize([p.summary for p in pairs]),
-                       tokenize([p.body for p in pairs]), strict=True):
+    for p, s, b in zip(pairs, keys([p.summary for p in pairs]),
+                       keys([p.body for p in pairs]), strict=True):
         if s in summaries or b in bodies:
             continue
         summaries.add(s)
