@@ -31,7 +31,7 @@ def read_config(paths) -> dict:
 
     config: dict = {}
     for p in paths:
-        config = _merge(config, yaml.safe_load(Path(p).read_text(encoding="utf-8")) or {})
+        config = _merge(config, yaml.safe_load(Path(p).read_text(encoding="utf-8-sig")) or {})
     check_config(config)
     return config
 
