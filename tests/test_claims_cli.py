@@ -51,7 +51,8 @@ def _run(cmd: str, cwd) -> subprocess.CompletedProcess:
 
 def _doc_commands() -> list[str]:
     lines = (ROOT / "docs/claims.md").read_text(encoding="utf-8").splitlines()
-    return [ln.strip() for ln in lines if ln.strip().startswith("python -m workflow_scripts.claims")]
+    cli = "python -m workflow_scripts.claims"
+    return [ln.strip() for ln in lines if ln.strip().startswith(cli)]
 
 
 def test_docs_examples_run_as_written_on_a_partial_results_folder(tmp_path):
