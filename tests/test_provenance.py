@@ -88,6 +88,23 @@ def test_killed_run_rerun_with_another_lr_trains_from_step_0(tiny_model, triples
         snap = json.loads((out / "steps" / f"step{step}" / "snapshot.json").read_text())
         assert (snap["step"], snap["lr"], snap["seed"]) == (step, 0.002, 5)
     assert not (tmp_path / "out.trainer").exists()
+    # The per-query files of the final model and of the snapshots say what made the model.
+    from workflow_scripts.biencoder import evaluate
+    from workflow_scripts.core import contracts
+
+    contracts.write_beir(tmp_path / "bench", {f"d{i}": {"text": f"doc {i} {w}"} for i, w in
+                                              enumerate(["array", "frame", "plot", "solve"])},
+                         {"q1": "an array", "q2": "a plot"}, {"q1": {"d0": 1}, "q2": {"d2": 1}})
+    common = ["--strategy", "top", "--depth", "2", "--benchmark-dir", str(tmp_path / "bench"),
+              "--benchmark", "b", "--recipe", "r", "--seed", "5",
+              "--settings-json", '{"max_seq_length": 16}']
+    evaluate.main(["--snapshots", str(out / "steps"), "--steps", "3", "5", "--final", str(out),
+                   "--final-out", str(tmp_path / "final.parquet"),
+                   "--out", str(tmp_path / "steps.parquet"), *common])
+    for f in ("final.parquet", "steps.parquet"):
+        prov = pd.read_parquet(tmp_path / f).attrs["provenance"]
+        assert prov["trained_with"]["settings"]["lr"] == 0.002, f
+        assert prov["trained_with"]["seed"] == 5 and prov["evaluate"]["max_seq_length"] == 16
 
 
 @pytest.mark.slow
