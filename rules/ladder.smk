@@ -59,8 +59,8 @@ LADDER_FIGURES = [
     f"results/figures/depth_ladder.{fmt}" for fmt in config["figures"]["formats"]
 ]
 # A digits run is shorter than importing torch: batch_methods and batch_seeds put a (config,
-# k)'s runs still to do (output missing) in one ladder_train_batch job, and the cross-check's
-# seeds always share one ladder_standalone_batch job (core/batching.py); finished runs are
+# k)'s runs still to do (output missing) in one ladder_train_batch job, and batch_seeds the
+# cross-check's seeds in one ladder_standalone_batch job (core/batching.py); finished runs are
 # never in one, and every run keeps its own params, so batching decides nothing but which
 # runs share a process. Keys: (config, methods, seeds) -> the k values; (config, seeds) ->
 # the kinds.
@@ -81,6 +81,7 @@ for _s, _units in group_by_todo(
             s
             for s in LADDER_SEEDS
             if LADDER["crosscheck"]
+            and LADDER["batch_seeds"]
             and not os.path.exists(
                 LADDER_STANDALONE_RUN.format(arch=a, kind=kind, seed=s)
             )
@@ -232,7 +233,7 @@ rule ladder_train:
         LADDER_SHELL
 
 
-# The cross-check's standalone runs.
+# The cross-check's standalone runs, one per job (batch_seeds: rules/ladder_batch.smk).
 use rule ladder_train as ladder_standalone with:
     output:
         LADDER_STANDALONE_RUN,
