@@ -159,3 +159,22 @@ def test_state_made_for_other_settings_is_removed_and_said(tmp_path, capsys):
     (state / "fingerprint.json").unlink()  # state of an older depthlab: no fingerprint
     trainer_state.claim_state(state, {"lr": 1e-3})
     assert "(it records none)" in capsys.readouterr().out
+
+
+def test_stats_tables_record_the_settings_of_the_run_that_wrote_them(tmp_path):
+    """A stats rerun with other settings (after a kill: the tables are written atomically,
+    so a killed run leaves the old ones) replaces every table's recorded settings."""
+    from test_stats_stage import _write_evals
+
+    from workflow_scripts.biencoder import stats
+    from workflow_scripts.core import contracts
+    from workflow_scripts.core.settings import Stats
+
+    paths = _write_evals(tmp_path, seeds=(1, 2), recipes=("short",))
+    for setting in ('{"nboot": 100, "ci": 0.9}', '{"nboot": 120, "ci": 0.95}'):
+        s = Stats.from_json(setting)
+        stats.run(paths, tmp_path / "out", s, budget_order=["short"])
+        for name in ("ci", "comparisons"):
+            t = contracts.read_stats(tmp_path / "out", name)
+            assert set(t["nboot"]) == {s.nboot} and set(t["ci"]) == {s.ci}, (name, setting)
+            assert set(t["interval"]) == {s.interval}
