@@ -1,8 +1,8 @@
 # The depth ladder (docs/ladder.md): train the last k of L residual blocks of a ResMLP with
 # BP, FA or DFA; one job per (config, method, k, seed), each writing one parquet atomically,
 # so an interrupted ladder resumes where it stopped (batch_seeds: one job per (config,
-# method, k) for all seeds; batch_methods: one per (config, k, seed) for all methods; both:
-# one per (config, k)). Then stats, identity check, figure and the markdown summary
+# method, k) for its seeds still to run; batch_methods: one per (config, k, seed) for its
+# methods; both: one per (config, k); rules/ladder_batch.smk). Then stats, identity check, figure and the markdown summary
 # that the report rule pastes into results/RESULTS.md.
 from workflow_scripts.core.batching import (
     group_by_todo,
