@@ -115,7 +115,7 @@ def test_summary_records_what_ran_and_the_whole_runs_seconds(tiny_model, triples
     import torch
     import transformers
 
-    from workflow_scripts.biencoder.models import load_truncated
+    from workflow_scripts.biencoder.model.truncation import load_truncated
     from workflow_scripts.biencoder.train import train
 
     out = tmp_path / "out"

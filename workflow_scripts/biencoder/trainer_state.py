@@ -35,7 +35,7 @@ def data_identity(path, rows: int) -> dict:
 def base_identity(spec: str) -> dict:
     """What the base model spec named when it ran: for a package spec the package's version;
     for a folder (a package's too) a sha256 over its files; a hub id is its name only."""
-    from workflow_scripts.biencoder.models import resolve_model_path
+    from workflow_scripts.biencoder.model.truncation import resolve_model_path
 
     out = {"spec": spec}
     if spec.startswith("package:"):
