@@ -40,11 +40,13 @@ if HAS_CLAIMS:
 if HAS_LADDER:
 
     include: "rules/ladder.smk"
+    include: "rules/ladder_batch.smk"
 
 
 if HAS_BIENCODER:
 
     include: "rules/data.smk"
+    include: "rules/train_jobs.smk"
     include: "rules/train.smk"
     include: "rules/evaluate.smk"
     include: "rules/latency.smk"

@@ -85,11 +85,6 @@ if HAS_BIENCODER:
         "pareto",
         "quality_vs_compute",
     ]
-    # batch_seeds: one training job per (recipe, strategy, depth) trains these seeds in turn
-    # (configcheck.py: every recipe lists the same seeds).
-    TRAIN_SEEDS = (
-        next(iter(RECIPES.values()))["seeds"] if config["batch_seeds"] else None
-    )
     # Recipes with a learning curve (eval_steps), in budget order.
     CURVE_RECIPES = [r for r in BUDGET_ORDER if RECIPES[r]["eval_steps"]]
     if CURVE_RECIPES:
@@ -269,12 +264,8 @@ def biencoder_benchmarks():
             name: [bench(f"data/beir/{b}/corpus.jsonl") for b in benchmarks]
             for name, benchmarks in benchmarks_by_rule().items()
         },
-        # (batch_seeds: one job per model's seeds, named after its first seed's model)
-        "train": [
-            bench(f"checkpoints/{m}/model.safetensors")
-            for m in trained_models()
-            if not TRAIN_SEEDS or os.path.basename(m) == f"seed{TRAIN_SEEDS[0]}"
-        ],
+        # Every training job's (train and train_seeds*), as train_benchmarks() says.
+        "train": train_benchmarks(),
         "compute": [bench("results/stats/compute.parquet")],
         # A curve recipe's final models are evaluated by the evaluate_steps* jobs.
         "evaluate_trained": [

@@ -1,9 +1,15 @@
 # The depth ladder (docs/ladder.md): train the last k of L residual blocks of a ResMLP with
 # BP, FA or DFA; one job per (config, method, k, seed), each writing one parquet atomically,
 # so an interrupted ladder resumes where it stopped (batch_seeds: one job per (config,
-# method, k) for all seeds; batch_methods: one per (config, k, seed) for all methods; both:
-# one per (config, k)). Then stats, identity check, figure and the markdown summary
+# method, k) for its seeds still to run; batch_methods: one per (config, k, seed) for its
+# methods; both: one per (config, k); rules/ladder_batch.smk). Then stats, identity check, figure and the markdown summary
 # that the report rule pastes into results/RESULTS.md.
+from workflow_scripts.core.batching import (
+    group_by_todo,
+    job_benchmarks,
+    ladder_cli,
+    ladder_jobs,
+)
 from workflow_scripts.ladder import CIFAR_DIR, CIFAR_TEST, CIFAR_TRAIN, KINDS
 
 LADDER = config["ladder"]
@@ -24,37 +30,21 @@ LADDER_BINS = [f"{LADDER_BIN_DIR}/{name}" for name in [*CIFAR_TRAIN, CIFAR_TEST]
 
 LADDER_RUN = "results/ladder/runs/{arch}/{method}/k{k}/seed{seed}.parquet"
 LADDER_STANDALONE_RUN = "results/ladder/standalone/{arch}/{kind}/seed{seed}.parquet"
-# A digits run is shorter than importing torch: batch_methods and batch_seeds put a (config,
-# k)'s methods and seeds in one job (files in method-major order: the CLI's --out order).
-_BATCH = {"method": LADDER["batch_methods"], "seed": LADDER["batch_seeds"]}
-LADDER_TRAIN_OUT = [LADDER_RUN]
-if _BATCH["method"]:
-    LADDER_TRAIN_OUT = expand(LADDER_RUN, method=LADDER["methods"], allow_missing=True)
-if _BATCH["seed"]:
-    LADDER_TRAIN_OUT = [
-        f
-        for o in LADDER_TRAIN_OUT
-        for f in expand(o, seed=LADDER_SEEDS, allow_missing=True)
-    ]
-_LOG = ["logs", "ladder", "train", "{arch}", "{method}", "k{k}", "seed{seed}"]
-_LOG = [p for p in _LOG if not (p == "{method}" and _BATCH["method"])]
-_LOG = [p for p in _LOG if not (p == "seed{seed}" and _BATCH["seed"])]
-LADDER_TRAIN_LOG = os.path.join(*_LOG) + ".log"
-LADDER_STANDALONE_OUT = expand(
-    LADDER_STANDALONE_RUN, seed=LADDER_SEEDS, allow_missing=True
-)
 # Wildcard values: only configured names match, so params never see an unknown config.
 LADDER_ARCH_RE = "|".join(map(re.escape, LADDER_ARCHS))
 LADDER_METHOD_RE = "|".join(map(re.escape, LADDER["methods"]))
 LADDER_KIND_RE = "|".join(KINDS)
 
 # Target lists (no functions here: `snakemake --lint` flags functions next to rules).
-LADDER_RUNS = [
-    LADDER_RUN.format(arch=a, method=m, k=k, seed=s)
+LADDER_RUN_KEYS = [
+    (a, k, m, s)
     for a, c in LADDER_ARCHS.items()
     for m in LADDER["methods"]
     for k in range(c["L"] + 1)
     for s in LADDER_SEEDS
+]
+LADDER_RUNS = [
+    LADDER_RUN.format(arch=a, method=m, k=k, seed=s) for a, k, m, s in LADDER_RUN_KEYS
 ]
 LADDER_K0_RUNS = [r for r in LADDER_RUNS if "/k0/" in r]
 LADDER_STANDALONE = (
@@ -68,6 +58,47 @@ LADDER_STANDALONE = (
 LADDER_FIGURES = [
     f"results/figures/depth_ladder.{fmt}" for fmt in config["figures"]["formats"]
 ]
+# A digits run is shorter than importing torch: batch_methods and batch_seeds put a (config,
+# k)'s runs still to do (output missing) in one ladder_train_batch job, and batch_seeds the
+# cross-check's seeds in one ladder_standalone_batch job (core/batching.py); finished runs are
+# never in one, and every run keeps its own params, so batching decides nothing but which
+# runs share a process. Keys: (config, methods, seeds) -> the k values; (config, seeds) ->
+# the kinds.
+LADDER_BATCHES, LADDER_STANDALONE_BATCHES = {}, {}
+for _a, _k, _m, _s in ladder_jobs(
+    [
+        (a, k, m, s)
+        for a, k, m, s in LADDER_RUN_KEYS
+        if not os.path.exists(LADDER_RUN.format(arch=a, method=m, k=k, seed=s))
+    ],
+    LADDER["batch_methods"],
+    LADDER["batch_seeds"],
+):
+    LADDER_BATCHES.setdefault((_a, tuple(_m), tuple(_s)), []).append(_k)
+for _s, _units in group_by_todo(
+    {
+        (a, kind): [
+            s
+            for s in LADDER_SEEDS
+            if LADDER["crosscheck"]
+            and LADDER["batch_seeds"]
+            and not os.path.exists(
+                LADDER_STANDALONE_RUN.format(arch=a, kind=kind, seed=s)
+            )
+        ]
+        for a in LADDER_ARCHS
+        for kind in KINDS
+    }
+):
+    for _a, _kind in _units:
+        LADDER_STANDALONE_BATCHES.setdefault((_a, _s), []).append(_kind)
+# One command for every ladder training rule: a changed command text reruns what another
+# rule made. The run, its config and seeds derive from the outputs (not params).
+LADDER_SHELL = (
+    "python -m workflow_scripts.ladder.train {params.run} --data {input.data}"
+    " --config {params.arch} --d {params.d} --blocks {params.L} --seeds {params.seeds}"
+    " --settings-json {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
+)
 LADDER_OUTPUTS = [
     "results/ladder/table.parquet",
     "results/ladder/comparisons.parquet",
@@ -76,22 +107,31 @@ LADDER_OUTPUTS = [
     *LADDER_FIGURES,
     "results/ladder/summary.md",
 ]
-# Rule -> its jobs' benchmarks, one per job, each named after the job's first output (for a
-# job that runs several methods or seeds, the first one's file); the usage rule reads them.
-_FIRST_SEED = f"seed{LADDER_SEEDS[0]}.parquet"
+# Rule -> its jobs' benchmarks, one per job, each named after the job's first output (a
+# batched job's: its first run's); the usage rule reads them.
 LADDER_BENCHMARKS = {
     "ladder_download_cifar10": [bench(LADDER_TARBALL)] if LADDER_CIFAR else [],
     "ladder_prepare": [bench(LADDER_DATA)],
-    "ladder_train": [
-        bench(LADDER_RUN.format(arch=a, method=m, k=k, seed=s))
-        for a, c in LADDER_ARCHS.items()
-        for m in (LADDER["methods"][:1] if _BATCH["method"] else LADDER["methods"])
-        for k in range(c["L"] + 1)
-        for s in (LADDER_SEEDS[:1] if _BATCH["seed"] else LADDER_SEEDS)
-    ],
-    "ladder_standalone": [
-        bench(s) for s in LADDER_STANDALONE if os.path.basename(s) == _FIRST_SEED
-    ],
+    "ladder_train": job_benchmarks(
+        LADDER_RUNS,
+        [
+            [LADDER_RUN.format(arch=a, method=m, k=k, seed=s) for m in ms for s in ss]
+            for (a, ms, ss), ks in LADDER_BATCHES.items()
+            for k in ks
+        ],
+        {r for r in LADDER_RUNS if not os.path.exists(r)},
+        bench,
+    ),
+    "ladder_standalone": job_benchmarks(
+        LADDER_STANDALONE,
+        [
+            [LADDER_STANDALONE_RUN.format(arch=a, kind=kind, seed=s) for s in ss]
+            for (a, ss), kinds in LADDER_STANDALONE_BATCHES.items()
+            for kind in kinds
+        ],
+        {r for r in LADDER_STANDALONE if not os.path.exists(r)},
+        bench,
+    ),
     "ladder_identity": [bench("results/ladder/identity.json")],
     "ladder_stats": [bench("results/ladder/table.parquet")],
     "ladder_figure": [bench(LADDER_FIGURES[0])],
@@ -159,17 +199,18 @@ rule ladder_prepare:
         " --settings-json {params.settings:q} --out {output} > {log} 2>&1"
 
 
-# Ladder runs; ladder_standalone below reuses this rule for the cross-check's runs.
+# Ladder runs, one per job; ladder_standalone below reuses this rule for the cross-check's
+# runs, and the batched rules after it run several in one process.
 rule ladder_train:
     input:
         data=LADDER_DATA,
         code=code("ladder.train"),
     output:
-        LADDER_TRAIN_OUT,
+        LADDER_RUN,
     log:
-        LADDER_TRAIN_LOG,
+        "logs/ladder/train/{arch}/{method}/k{k}/seed{seed}.log",
     benchmark:
-        bench(LADDER_TRAIN_OUT[0])
+        bench(LADDER_RUN)
     wildcard_constraints:
         arch=LADDER_ARCH_RE,
         method=LADDER_METHOD_RE,
@@ -179,40 +220,30 @@ rule ladder_train:
     threads: 1
     resources:
         mem_mb=LADDER_RES["train_mb"],
-        runtime=LADDER_RES["run_min"] * len(LADDER_TRAIN_OUT),
+        runtime=LADDER_RES["run_min"],
         gpu=0,
     params:
-        run=lambda wc: (
-            f"ladder --method {wc.get('method') or ' '.join(LADDER['methods'])} --k {wc.k}"
-        ),
+        run=lambda wc, output: ladder_cli(output)["run"],
+        arch=lambda wc, output: ladder_cli(output)["arch"],
+        seeds=lambda wc, output: ladder_cli(output)["seeds"],
         d=lambda wc: LADDER_ARCHS[wc.arch]["d"],
         L=lambda wc: LADDER_ARCHS[wc.arch]["L"],
-        seeds=lambda wc: wc.get("seed") or " ".join(map(str, LADDER_SEEDS)),
         settings=settings_json("LadderTrain"),
     shell:
-        "python -m workflow_scripts.ladder.train {params.run} --data {input.data}"
-        " --config {wildcards.arch} --d {params.d} --blocks {params.L} --seeds {params.seeds}"
-        " --settings-json {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
+        LADDER_SHELL
 
 
-# The cross-check's standalone runs: one job per (config, kind) runs every seed.
+# The cross-check's standalone runs, one per job (batch_seeds: rules/ladder_batch.smk).
 use rule ladder_train as ladder_standalone with:
     output:
-        LADDER_STANDALONE_OUT,
+        LADDER_STANDALONE_RUN,
     log:
-        "logs/ladder/standalone/{arch}/{kind}.log",
+        "logs/ladder/standalone/{arch}/{kind}/seed{seed}.log",
     benchmark:
-        bench(LADDER_STANDALONE_OUT[0])
+        bench(LADDER_STANDALONE_RUN)
     wildcard_constraints:
         arch=LADDER_ARCH_RE,
         kind=LADDER_KIND_RE,
-    resources:
-        mem_mb=LADDER_RES["train_mb"],
-        runtime=LADDER_RES["run_min"] * len(LADDER_STANDALONE_OUT),
-        gpu=0,
-    params:
-        run=lambda wc: f"standalone --kind {wc.kind}",
-        seeds=" ".join(map(str, LADDER_SEEDS)),
 
 
 rule ladder_identity:

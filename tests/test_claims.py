@@ -444,8 +444,9 @@ def test_paper_claims_on_synthetic_per_query_files(tmp_path):
     _write_onsets(results / "stats", config, onset=40000.0)
     assert all(p.exists() for p in layout.input_files(results, g, claims))
     cli.main(["--config", str(ROOT / "config/paper.yaml"), "--results", str(results),
-              "--threads", "1"])
-    table = pd.read_parquet(results / "claims.parquet")
+              "--threads", "1", "--table", str(tmp_path / "claims.parquet"),
+              "--markdown", str(tmp_path / "claims.md")])  # never into results/ by default
+    table = pd.read_parquet(tmp_path / "claims.parquet")
     heads = table[table.row == "claim"].set_index("claim")
     assert len(heads) == 8 and "not-applicable" not in set(heads.verdict)
     assert heads.loc["decline-after-20k", "verdict"] == "supported"
@@ -457,7 +458,7 @@ def test_paper_claims_on_synthetic_per_query_files(tmp_path):
     one_seed = table[(table.row == "member") & (table.study == "biencoder")
                      & table.member.str.contains("b32_80k")]
     assert one_seed.caveats.str.contains("b32_80k").all()
-    assert "## Claims" in (results / "claims.md").read_text()
+    assert "## Claims" in (tmp_path / "claims.md").read_text()
 
 
 def test_claims_cli_reports_a_bad_config_as_an_error(tmp_path, capsys):

@@ -298,7 +298,8 @@ def _expected_counts(cfg: dict) -> dict[str, int]:
         return len(r["seeds"]) * len(r.get("train_once", []))
 
     # A recipe with a learning curve evaluates its final models in the snapshots' jobs.
-    # batch_seeds: one training job per (recipe, strategy, depth) for all its seeds.
+    # batch_seeds (on a fresh study): one training job per (recipe, strategy, depth) for all
+    # its seeds.
     per_seed = 1 / len(next(iter(recipes))["seeds"]) if cfg.get("batch_seeds") else 1
     return {
         "train": round((n_models + n_once) * per_seed),
@@ -319,6 +320,8 @@ def _expected_counts(cfg: dict) -> dict[str, int]:
 def test_dry_run_lists_every_job_of_the_default_config(tmp_path):
     proc = snakemake(tmp_path, "-n", "--cores", "2")
     counts = job_counts(proc.stdout + proc.stderr)
+    # batch_seeds: the batched trainings (rule train_seeds) count as trainings
+    counts["train"] = sum(n for r, n in counts.items() if r.startswith("train"))
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     for rule, n in _expected_counts(cfg).items():
         assert counts.get(rule, 0) == n, (rule, counts)
@@ -354,9 +357,6 @@ def _set(cfg, path, value):
     (["recipes", "long", "eval_steps"], [12, 30],
      "config key recipes.long.eval_steps[1]: 30 is beyond the recipe's 24 steps"),
     (["recipes", "long", "eval_steps"], [0], "config key recipes.long.eval_steps[0]: 0 is less"),
-    (["recipes", "long", "seeds"], [42, 43],
-     "config key batch_seeds: true needs every recipe to list the same seeds "
-     "(recipes.long.seeds: [42, 43]; recipes.short.seeds: [42, 43, 44])"),
 ])
 def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, path, value, message):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())

@@ -149,13 +149,29 @@ def split_final(frames: dict, final_step: int) -> tuple[dict, dict]:
     return snaps, final
 
 
-def write_frames(frames: dict, depths, outs, a) -> None:
-    """Each depth's per-query metrics, with the run's identity columns, to its file."""
+def provenance(a, folder=None) -> dict:
+    """What a per-query file was made with: the evaluation settings, the model given, and
+    for a trained model what its train_summary.json records made it (settings, seed, base,
+    steps, training data). Stored in the parquet file (pandas attrs)."""
+    prov = {"evaluate": json.loads(Evaluate.from_json(a.settings_json).to_json()),
+            "model": str(a.model or a.snapshots or a.base)}
+    summary = Path(folder or a.model or "") / "train_summary.json"
+    if (folder or a.model) and summary.exists():
+        made = json.loads(summary.read_text(encoding="utf-8"))
+        prov["trained_with"] = {k: made.get(k) for k in ("settings", "seed", "base", "steps",
+                                                          "train_data")}
+    return prov
+
+
+def write_frames(frames: dict, depths, outs, a, folder=None) -> None:
+    """Each depth's per-query metrics, with the run's identity columns and its provenance,
+    to its file."""
     for d, out in zip(depths, outs, strict=True):
         df = frames[d]
         for key, value in (("recipe", a.recipe), ("strategy", a.strategy), ("depth", d),
                            ("seed", a.seed), ("benchmark", a.benchmark)):
             df[key] = value
+        df.attrs["provenance"] = provenance(a, folder)
         contracts.write_parquet(out, df)
         print(f"{out}: {len(df)} queries, NDCG@10 {df['ndcg@10'].mean():.4f}")
 
@@ -224,7 +240,7 @@ def main(argv=None) -> None:
                                             depths=a.depths, **opts)
         if a.final:
             frames, finals = split_final(frames if a.depths else {a.depth: frames}, final_step)
-            write_frames(finals, depths, a.final_out, a)
+            write_frames(finals, depths, a.final_out, a, folder=a.final)
             frames = frames if a.depths else frames[a.depth]
     elif a.depths:
         frames, timing = evaluate_depths(a.model or a.base, a.depths, a.benchmark_dir,
@@ -234,7 +250,7 @@ def main(argv=None) -> None:
                    else load_encoder(a.base, depth=a.depth, strategy=a.strategy,
                                      max_seq_length=s.max_seq_length))
         frames, timing = evaluate_model(encoder, a.benchmark_dir, **opts)
-    write_frames(frames if a.depths else {a.depth: frames}, depths, a.out, a)
+    write_frames(frames if a.depths else {a.depth: frames}, depths, a.out, a, folder=a.final)
     print(f"encode {timing['encode_seconds']:.1f} s, search+metrics "
           f"{timing['search_metrics_seconds']:.2f} s")
 

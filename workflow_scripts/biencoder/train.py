@@ -27,6 +27,8 @@ import shutil
 import time
 from pathlib import Path
 
+from workflow_scripts.biencoder import trainer_state
+from workflow_scripts.biencoder.trainer_state import last_checkpoint, missing_snapshots
 from workflow_scripts.core import contracts
 from workflow_scripts.core.runtime import set_threads
 from workflow_scripts.core.settings import Train, train_settings
@@ -46,35 +48,33 @@ def load_triples(path):
     return df[list(TRIPLE_COLUMNS)].reset_index(drop=True)
 
 
-def device_and_precision(precision: str) -> tuple[str, dict]:
-    """CUDA with the recipe's precision when present; fp32 on CPU (bf16 on CPU is slow and
-    changes numbers between machines)."""
+def device_and_precision(precision: str) -> tuple[str, str, dict]:
+    """Device, the precision it trains in, and the trainer's arguments for it: CUDA with the
+    recipe's precision when present; fp32 on CPU (bf16 on CPU is slow and changes numbers
+    between machines)."""
     import torch
 
     if torch.cuda.is_available():
-        return "cuda", {"bf16": precision == "bf16", "fp16": precision == "fp16"}
-    return "cpu", {"use_cpu": True}
+        return "cuda", precision, {"bf16": precision == "bf16", "fp16": precision == "fp16"}
+    return "cpu", "fp32", {"use_cpu": True}
 
 
-def last_checkpoint(state_dir) -> Path | None:
-    """The newest trainer checkpoint that loads: trainer_state.json (written last) parses and
-    every weights file has a whole safetensors header and data. Newer ones that do not (a
-    crash or a full disk mid-write) are said, removed, and the next older one is tried, so a
-    job never fails forever on a bad checkpoint; None when none is left."""
-    state_dir = Path(state_dir)
-    if not state_dir.is_dir():
-        return None
-    found = sorted(state_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]),
-                   reverse=True)
-    for ckpt in found:
-        why = checkpoint_problem(ckpt)
-        if not why:
-            return ckpt
-        print(f"skipping {ckpt}: {why}; removing it", flush=True)
-        shutil.rmtree(ckpt, ignore_errors=True)
-    if found:
-        print(f"no loadable checkpoint left in {state_dir}: training from the start", flush=True)
-    return None
+def trainable_parameters(model) -> int:
+    """Parameters the training updates: those requiring a gradient, less the transformers
+    pooler, which sentence-transformers' pooling never reads (so it gets no gradient)."""
+    return sum(p.numel() for name, p in model.named_parameters()
+               if p.requires_grad and "pooler" not in name.split("."))
+
+
+def versions(base_identity: dict) -> dict:
+    import sentence_transformers
+    import torch
+    import transformers
+
+    return {"sentence_transformers": sentence_transformers.__version__,
+            "transformers": transformers.__version__, "torch": torch.__version__,
+            **({"base_package": base_identity["package"]} if "package" in base_identity
+               else {})}
 
 
 def logging_interval(steps: int, checkpoint_every: int) -> int:
@@ -113,9 +113,10 @@ def _log_last_step():
     return LogLastStep()
 
 
-def _snapshots(model, stage_dir: Path, steps: list[int]):
+def _snapshots(model, stage_dir: Path, steps: list[int], fingerprint: dict):
     """A trainer callback that saves the model's weights (a sentence-transformers folder,
-    safetensors, no optimizer state) at each of `steps`, atomically, into stage_dir/stepN.
+    safetensors, no optimizer state) at each of `steps`, atomically, into stage_dir/stepN,
+    with snapshot.json: its step and the training's fingerprint (what made it).
     on_step_end runs after the optimizer step and before that step's checkpoint is saved, so
     a checkpoint at step K implies every snapshot up to K."""
     from transformers import TrainerCallback
@@ -127,41 +128,11 @@ def _snapshots(model, stage_dir: Path, steps: list[int]):
             if state.global_step in wanted:
                 with contracts.atomic_dir(stage_dir / f"step{state.global_step}") as tmp:
                     model.save(str(tmp), safe_serialization=True, create_model_card=False)
+                    (tmp / "snapshot.json").write_text(json.dumps(
+                        {"step": state.global_step, **fingerprint}, indent=2) + "\n")
             return control
 
     return Snapshots()
-
-
-def missing_snapshots(stage_dir: Path, steps: list[int], resume: Path | None) -> list[int]:
-    """Snapshot steps a resume from `resume` would not write again and that are not there
-    (a trainer state left by a run with other eval_steps): such a resume cannot give them."""
-    if resume is None:
-        return []
-    done = int(resume.name.split("-")[1])
-    return [n for n in steps if n <= done and checkpoint_problem(stage_dir / f"step{n}",
-                                                                 state=False)]
-
-
-def checkpoint_problem(ckpt: Path, state: bool = True) -> str:
-    """Why a trainer checkpoint (state=False: a weights folder) cannot be resumed from or
-    loaded ('' when it can)."""
-    from safetensors import SafetensorError, safe_open
-
-    try:
-        if state:
-            json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        return f"trainer_state.json unreadable ({e.__class__.__name__})"
-    weights = sorted(ckpt.rglob("*.safetensors"))
-    if not weights:
-        return "no *.safetensors weights"
-    for path in weights:
-        try:
-            with safe_open(str(path), framework="numpy"):
-                pass
-        except (OSError, SafetensorError) as e:
-            return f"{path.relative_to(ckpt)}: {e}"
-    return ""
 
 
 def build_loss(model, strategy: str, settings):
@@ -205,7 +176,6 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     folder during training, so a resumed run keeps those it made, and moved with the model;
     OUT_DIR/steps exists, empty, without them). Snapshots do not change the model either.
     `callbacks`: extra transformers TrainerCallbacks."""
-    import sentence_transformers
     import torch
     from datasets import Dataset
     from sentence_transformers import (
@@ -222,7 +192,7 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
         shutil.rmtree(out_dir)
     set_threads(threads)
     torch.manual_seed(seed)
-    device, precision_args = device_and_precision(settings.precision)
+    device, precision, precision_args = device_and_precision(settings.precision)
     # A train-once arm holds the base's bottom `depth` layers, as strategy top does.
     model = load_truncated(base, contracts.base_strategy(strategy), depth, device=device)
     if strategy == "freeze":
@@ -233,16 +203,30 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     loss = build_loss(model, strategy, settings)
     steps = settings.steps
     every = int(checkpoint_every)
+    snaps = contracts.snapshot_steps(eval_steps, steps)
+    # Everything that determines the model: state made for anything else is not resumed.
+    fingerprint = {**dataclasses.asdict(settings), "base_model": trainer_state.base_identity(base),
+                   "strategy": strategy, "depth": depth, "seed": seed,
+                   "train_data": trainer_state.data_identity(triples, len(df)),
+                   "snapshot_steps": snaps}
     state_dir = Path(state_dir or f"{Path(out_dir)}.trainer")
+    trainer_state.claim_state(state_dir, fingerprint)
     resume = last_checkpoint(state_dir) if every else None
-    snaps, stage_dir = contracts.snapshot_steps(eval_steps, steps), state_dir / "snapshots"
+    stage_dir = state_dir / "snapshots"
     lost = missing_snapshots(stage_dir, snaps, resume)
     if lost:
         print(f"{resume} is past snapshot step(s) {', '.join(map(str, lost))} that "
               f"{stage_dir} lacks: training from the start", flush=True)
         shutil.rmtree(state_dir)
+        trainer_state.claim_state(state_dir, fingerprint)
         resume = None
-    t0 = time.perf_counter()
+    # train_seconds covers the whole run: the seconds before the resumed checkpoint, plus
+    # this process's.
+    before, t0 = trainer_state.elapsed_before(resume), time.perf_counter()
+
+    def seconds_so_far() -> float:
+        return round(before + time.perf_counter() - t0, 3)
+
     args = SentenceTransformerTrainingArguments(
         output_dir=str(state_dir),
         max_steps=steps,
@@ -262,22 +246,25 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
         disable_tqdm=False,
         **precision_args,
     )
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
-                                         loss=loss,
-                                         callbacks=[_log_last_step(),
-                                                    _snapshots(model, stage_dir, snaps),
-                                                    *callbacks])
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=dataset, loss=loss,
+        callbacks=[_log_last_step(), _snapshots(model, stage_dir, snaps, fingerprint),
+                   trainer_state.elapsed_callback(state_dir, seconds_so_far), *callbacks])
     if resume:
         print(f"resuming from {resume}", flush=True)
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     history = [h for h in trainer.state.log_history if "loss" in h]
-    seconds = time.perf_counter() - t0
     summary = {
         "base": base, "strategy": strategy, "depth": depth, "seed": seed,
         "settings": dataclasses.asdict(settings), "device": device, "threads": threads,
-        "steps": steps, "snapshot_steps": snaps, "train_seconds": round(seconds, 3),
+        # What ran: the recipe's precision applies on CUDA only (device_and_precision).
+        "precision": precision,
+        "base_model": fingerprint["base_model"], "train_data": fingerprint["train_data"],
+        "steps": steps, "snapshot_steps": snaps,
+        # The whole run's seconds, resumes included (seconds_so_far).
+        "train_seconds": seconds_so_far(),
         "resumed_from": str(resume) if resume else None,
-        "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "trainable_parameters": trainable_parameters(model),
         # The compute accounting's unit is optimizer steps x layers trained (`freeze` trains
         # its last `depth` layers; every other strategy all `depth` it keeps).
         "layers_trained": depth,
@@ -285,13 +272,12 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
         # AdaptiveLayerLoss changed across releases, so results of different versions are
         # not comparable.
         "loss": {"name": type(loss).__name__, **loss.get_config_dict()},
-        "sentence_transformers": sentence_transformers.__version__,
+        **versions(fingerprint["base_model"]),
         # The trainer's own training_loss covers only this process's steps (after a resume,
         # the resumed ones); the log history is restored with the checkpoint, so its
         # step-weighted mean is the whole run's mean loss, resumed or not.
         "final_loss": run_mean_loss(history, steps),
         "loss_history": [{"step": h["step"], "loss": h["loss"]} for h in history],
-        "torch": torch.__version__,
     }
     with contracts.atomic_dir(out_dir) as tmp:
         model.save(str(tmp), safe_serialization=True)

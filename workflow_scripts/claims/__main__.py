@@ -1,4 +1,4 @@
-"""Decide a config's claims on a results folder: results/claims.parquet and claims.md.
+"""Decide a config's claims on a results folder: a claims table and its markdown.
 
   python -m workflow_scripts.claims --config config/config.yaml --results results
   python -m workflow_scripts.claims --settings-json '{...}' --grid-json '{...}' \
@@ -6,8 +6,11 @@
 
 --config reads YAML config files (stacked as with snakemake --configfile), checks them and
 decides their claims; the workflow's claims rule passes the same as --settings-json
-(core/settings.py Claims) and --grid-json (claims/spec.py Grid) instead. Defaults: the
-table and markdown go into the results folder. Exit status 0 whatever the verdicts.
+(core/settings.py Claims) and --grid-json (claims/spec.py Grid) instead. With --config the
+table and markdown go to claims-cli/ (not into the results folder, whose claims.* are the
+workflow's: a report must publish what the workflow made), and a --table or --markdown
+inside the results folder is refused unless --into-results says so. Exit status 0 whatever
+the verdicts.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from workflow_scripts.claims import decide, render, spec
 from workflow_scripts.core import contracts
 from workflow_scripts.core.settings import Claims, SettingsError
 
+DEFAULT_DIR = "claims-cli"  # the --config form's outputs, beside (never in) results/
+
 
 def read_config(paths) -> dict:
     """YAML files merged as Snakemake merges --configfile files, then checked."""
@@ -31,7 +36,7 @@ def read_config(paths) -> dict:
 
     config: dict = {}
     for p in paths:
-        config = _merge(config, yaml.safe_load(Path(p).read_text(encoding="utf-8")) or {})
+        config = _merge(config, yaml.safe_load(Path(p).read_text(encoding="utf-8-sig")) or {})
     check_config(config)
     return config
 
@@ -41,6 +46,10 @@ def _merge(base: dict, new: dict) -> dict:
     for k, v in new.items():
         out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
 
 
 def options(s: Claims, threads: int | None = None) -> decide.Options:
@@ -65,8 +74,11 @@ def main(argv=None) -> None:
     src.add_argument("--settings-json", help="core/settings.py Claims as JSON (with --grid-json)")
     ap.add_argument("--grid-json", help="claims/spec.py Grid as JSON (with --settings-json)")
     ap.add_argument("--results", required=True, help="the results folder")
-    ap.add_argument("--table", help="default: RESULTS/claims.parquet")
-    ap.add_argument("--markdown", help="default: RESULTS/claims.md")
+    ap.add_argument("--table", help=f"default: {DEFAULT_DIR}/claims.parquet")
+    ap.add_argument("--markdown", help=f"default: {DEFAULT_DIR}/claims.md")
+    ap.add_argument("--into-results", action="store_true",
+                    help="with --config: allow --table/--markdown inside the results folder "
+                         "(replacing what the workflow wrote there)")
     ap.add_argument("--threads", type=int, help="bootstrap threads (default: usable CPUs)")
     a = ap.parse_args(argv)
     try:
@@ -81,8 +93,16 @@ def main(argv=None) -> None:
     except (ValueError, SettingsError) as e:
         sys.exit(f"error: {e}")
     results = Path(a.results)
-    table = run(settings, grid, results, a.table or results / "claims.parquet",
-                a.markdown or results / "claims.md", a.threads)
+    table_path = Path(a.table or f"{DEFAULT_DIR}/claims.parquet")
+    md_path = Path(a.markdown or f"{DEFAULT_DIR}/claims.md")
+    if a.config and not a.into_results:
+        inside = [str(p) for p in (table_path, md_path) if _inside(p, results)]
+        if inside:
+            sys.exit(f"error: {', '.join(inside)} lies in the results folder {results}, whose "
+                     "files are the workflow's outputs; write elsewhere, or pass "
+                     "--into-results to replace them")
+    table = run(settings, grid, results, table_path, md_path, a.threads)
+    print(f"wrote {table_path} and {md_path}")
     heads = table[table["row"] == "claim"]
     for _, r in heads.iterrows():
         print(f"{r['verdict']:>15}  {r['claim']}: {r['statement']}")

@@ -19,6 +19,11 @@ from workflow_scripts.core.arms import build_arms, load_evals
 from workflow_scripts.ladder.runs import collect, scores
 
 
+class MissingInput(ValueError):
+    """An input file is there but lacks what a member needs (a results folder made by
+    another config): the member is not-applicable, with this message."""
+
+
 @dataclass
 class Data:
     """biencoder: metric -> {(recipe, strategy, depth): Arm}; ladder: (config, method, k) ->

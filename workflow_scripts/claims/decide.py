@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from workflow_scripts.claims.data import Data
+from workflow_scripts.claims.data import Data, MissingInput
 from workflow_scripts.claims.latency import decide_latency
 from workflow_scripts.claims.onset import decide_onset
 from workflow_scripts.claims.spec import ALL_BENCHMARKS, Claim, Member, arm_label
@@ -297,11 +297,13 @@ def decide_claim(claim: Claim, data: Data, options: Options) -> list[dict]:
     for m in claim.members:
         gone = [data.missing[(m.study, k)] for k in (m.a, m.b, None)
                 if (m.study, k) in data.missing and (k is not None or m.study == "latency")]
-        if gone:
-            missing.append(f"{m.label}: {gone[0]} is missing")
-            rows.append({"verdict": "not-applicable", "note": f"{gone[0]} is missing"})
-        else:
+        try:
+            if gone:
+                raise MissingInput(f"{gone[0]} is missing")
             rows.append(decide_member(m, data, options))
+        except MissingInput as e:
+            missing.append(f"{m.label}: {e}")
+            rows.append({"verdict": "not-applicable", "note": str(e)})
     ci = {m.study: options.for_study(m.study)["ci"] if m.study not in ("latency", "curves")
           else options.ci for m in claim.members}
     alpha = (1 - min(ci.values())) / 2

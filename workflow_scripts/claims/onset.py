@@ -22,7 +22,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.claims.data import Data
+from workflow_scripts.claims.data import Data, MissingInput
 from workflow_scripts.claims.spec import Member
 
 
@@ -32,7 +32,7 @@ def _one(table: pd.DataFrame, m: Member, what: str) -> pd.DataFrame:
                  & (table["strategy"] == strategy) & (table["depth"] == depth)
                  & (table["benchmark"] == m.benchmark)]
     if rows.empty:
-        raise ValueError(f"{what} has no row for {m.label} ({m.metric})")
+        raise MissingInput(f"{what} has no row for {m.label} ({m.metric})")
     return rows
 
 

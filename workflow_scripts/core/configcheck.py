@@ -56,13 +56,6 @@ def cross_errors(config: dict) -> list[str]:
     if "recipes" not in config:
         return msgs
     msgs += eval_step_errors(config["recipes"]) + train_once_errors(config)
-    if config.get("batch_seeds"):
-        # one job's outputs are one list of seed folders, whatever the recipe
-        seeds = {name: r["seeds"] for name, r in sorted(config["recipes"].items())}
-        if len({tuple(v) for v in seeds.values()}) > 1:
-            msgs.append("config key batch_seeds: true needs every recipe to list the same "
-                        "seeds (" + "; ".join(f"recipes.{name}.seeds: {v}"
-                                               for name, v in seeds.items()) + ")")
     ref = config.get("latency", {}).get("reference_depth")
     if ref is not None and ref not in config["depths"]:
         msgs.append(f"config key latency.reference_depth: {ref} is not one of depths "

@@ -180,7 +180,8 @@ def write_jsonl(path, rows) -> None:
 # ---------------------------------------------------------------------------------------
 def read_jsonl(path, required: tuple[str, ...]) -> list[dict]:
     rows = []
-    with open(path, encoding="utf-8") as f:
+    # utf-8-sig: a leading byte-order mark (files saved on Windows) is dropped, not refused.
+    with open(path, encoding="utf-8-sig") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -219,7 +220,7 @@ def load_queries(path) -> dict[str, str]:
 
 def load_qrels(path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
-    with open(path, encoding="utf-8", newline="") as f:
+    with open(path, encoding="utf-8-sig", newline="") as f:  # a leading BOM is dropped
         reader = csv.reader(f, delimiter="\t")
         header = next(reader, None)
         if header is None:

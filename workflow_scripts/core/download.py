@@ -288,8 +288,9 @@ def count_file_lines(path) -> int:
 
 
 def iter_gzip_lines(path) -> Iterator[str]:
-    """Lines of a gzipped UTF-8 text file, without their line ending."""
-    with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
+    """Lines of a gzipped UTF-8 text file (a leading byte-order mark dropped), without their
+    line ending."""
+    with gzip.open(path, "rt", encoding="utf-8-sig", newline="") as f:
         for line in f:
             yield line.rstrip("\r\n")
 
