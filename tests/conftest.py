@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+# Snakemake through this interpreter: an entry script keeps the venv's path in its shebang,
+# which a moved clone no longer has.
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 sys.path.insert(0, str(ROOT))
 
 
@@ -130,7 +132,7 @@ def snakemake(workdir, *args, check=True, timeout=900) -> subprocess.CompletedPr
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     workdir = Path(workdir)
     snakefile = workdir / "Snakefile" if (workdir / "Snakefile").exists() else ROOT / "Snakefile"
-    cmd = [SNAKEMAKE, "-s", str(snakefile), "--directory", str(workdir), *args]
+    cmd = [*SNAKEMAKE, "-s", str(snakefile), "--directory", str(workdir), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-4000:]}\n"

@@ -30,7 +30,7 @@ def benchmark_targets_dry_run(tmp_path, *configfiles) -> tuple[dict, dict]:
         "rule bench_check:\n    input:\n"
         "        [b for files in LADDER_BENCHMARKS.values() for b in files],\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the wrapper's folder is not the repo
-    proc = subprocess.run([SNAKEMAKE, "-s", str(wrapper), "-n", "bench_check", "--configfile",
+    proc = subprocess.run([*SNAKEMAKE, "-s", str(wrapper), "-n", "bench_check", "--configfile",
                            *configfiles], cwd=tmp_path, capture_output=True, text=True,
                           env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
