@@ -172,6 +172,8 @@ def variance_terms(arms: list[Arm], resample: tuple[str, ...]) -> list[Term]:
 
 RESIDUAL_MARGIN = 0.1  # kappa: the share of the residual noise the seed charge leaves out
 SEED_FLOOR = 0.5  # c: the seed term is counted as at least c times the residual it holds
+TWO_SEED_POWER = 0.5  # p: with an arm of 2 seeds, df = df_seed (V / charge)^p
+TWO_SEED_MARGIN = 0.0  # kappa with an arm of 2 seeds
 
 
 def _seed_arms(terms: Sequence[Term]) -> list[tuple[float, float, float]]:
@@ -251,11 +253,14 @@ def calibrated_df(terms: Sequence[Term]) -> float:
     left (seeds that do not vary, or not resampled): the example terms' Satterthwaite df."""
     examples = _example_terms(terms)
     arms = _seed_arms(terms)
-    charge = [max(m - RESIDUAL_MARGIN * r, 0.0) for m, r, _ in arms]
+    # 1 seed df (an arm of 2 seeds): t_1 is so steep that dividing by the share undercovers
+    two = any(d < 2 for _, _, d in arms)
+    kappa, power = (TWO_SEED_MARGIN, TWO_SEED_POWER) if two else (RESIDUAL_MARGIN, 1.0)
+    charge = [max(m - kappa * r, 0.0) for m, r, _ in arms]
     if not sum(charge) > 0:
         return _combine(examples)[1] if examples else math.inf
     df_seed = _welch_df(charge, [d for _, _, d in arms])
-    df = max(df_seed * total_variance(terms) / sum(charge), df_seed)
+    df = max(df_seed * (total_variance(terms) / sum(charge)) ** power, df_seed)
     return min([df, *(t.df for t in examples)])
 
 
