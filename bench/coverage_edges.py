@@ -130,12 +130,13 @@ def _before(terms) -> tuple[float, float]:
     return var, min([df_seed * var / seed, *(t.df for t in ex)])
 
 
-_CONSTANTS = ("RESIDUAL_MARGIN", "SEED_FLOOR", "TWO_SEED_MARGIN", "TWO_SEED_POWER")
+_CONSTANTS = ("RESIDUAL_MARGIN", "SEED_FLOOR", "TWO_SEED_MARGIN", "TWO_SEED_FLOOR",
+              "TWO_SEED_SHARES")
 
 
-def _with(kappa: float, floor: float, two: tuple[float, float] | None = None):
-    """core/calibrated.py with other constants; two: (kappa, power) at 2 seeds (default:
-    the module's)."""
+def _with(kappa: float, floor: float, two: tuple | None = None):
+    """core/calibrated.py with other constants; two: (kappa, floor, (w0, w1)) at 2 seeds
+    (default: the module's)."""
     def rule(terms):
         old = [getattr(cal, c) for c in _CONSTANTS]
         new = (kappa, floor, *(two or old[2:]))
@@ -153,7 +154,7 @@ def _with(kappa: float, floor: float, two: tuple[float, float] | None = None):
 CANDIDATES = [(0.0, 1.0), (0.25, 0.75), (0.15, 0.5), (1.0, 0.0)]
 RULES = {"calibrated": lambda t: (cal.total_variance(t), cal.calibrated_df(t)),
          **{f"kappa={k:g} floor={c:g}": _with(k, c) for k, c in CANDIDATES},
-         "previous (2 seeds: kappa=0.1 power=1)": _with(0.1, 0.5, (0.1, 1.0)),
+         "previous (2 seeds: kappa=0.1 df_seed / share)": _with(0.1, 0.5, (0.1, 0.5, (0.0, 1.0))),
          "before": _before}
 
 
@@ -187,8 +188,9 @@ def run(name: str, trial, truth: float, trials: int) -> list[dict]:
 # ---------------------------------------------------------------------------------------
 def theory_cell(seeds: int, a: float, r: float, rule, n: int = 4000):
     """(coverage %, median width / known) for variance shares a (seed), r (residual),
-    e = 1 - a - r (example) of the true V = 1; rule (kappa, floor[, power p]): df =
-    (S - 1) (V / (M - kappa r))^p, or None: the rule before (V = M + e, df = (S - 1) V / M)."""
+    e = 1 - a - r (example) of the true V = 1; rule (kappa, floor[, w0, w1]): df = (S - 1)
+    (w1 - w0) / (share - w0), share = (M - kappa r) / V (w0, w1 = 0, 1: (S - 1) / share), at
+    least S - 1; or None: the rule before (V = M + e, df = (S - 1) V / M)."""
     e = 1 - a - r
     m = (a + r) * stats.chi2.ppf((np.arange(n) + 0.5) / n, seeds - 1) / (seeds - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -196,25 +198,26 @@ def theory_cell(seeds: int, a: float, r: float, rule, n: int = 4000):
             v = m + e
             df = (seeds - 1) * v / m
         else:
-            kappa, floor, power = (*rule, 1.0)[:3]
+            kappa, floor, w0, w1 = (*rule, 0.0, 1.0)[:4]
             v = e + np.maximum(m, floor * r)
-            df = np.maximum((seeds - 1) * (v / np.maximum(m - kappa * r, 0)) ** power,
-                            seeds - 1)
+            excess = np.maximum(m - kappa * r, 0) / v - w0
+            df = np.where(excess > 0, (seeds - 1) * (w1 - w0) / excess, np.inf)
+            df = np.maximum(df, seeds - 1)
     q = special.stdtrit(np.minimum(df, 299), 0.975)
     h = q * np.sqrt(v)
     return 100 * float(np.mean(2 * special.ndtr(h) - 1)), float(np.median(h)) / Z
 
 
-def calibrated_rule(seeds: int) -> tuple[float, float, float]:
-    """core/calibrated.py's (kappa, floor, power) at this many seeds."""
+def calibrated_rule(seeds: int) -> tuple:
+    """core/calibrated.py's (kappa, floor[, w0, w1]) at this many seeds."""
     if seeds == 2:
-        return cal.TWO_SEED_MARGIN, cal.SEED_FLOOR, cal.TWO_SEED_POWER
-    return cal.RESIDUAL_MARGIN, cal.SEED_FLOOR, 1.0
+        return cal.TWO_SEED_MARGIN, cal.TWO_SEED_FLOOR, *cal.TWO_SEED_SHARES
+    return cal.RESIDUAL_MARGIN, cal.SEED_FLOOR
 
 
-# (kappa, floor, power) at 2 seeds: the calibrated rule's neighbours (2-seed frontier)
-TWO_SEED_CANDIDATES = [(0.1, 0.5, 1.0), (0.1, 0.5, 0.5), (0.0, 0.5, 0.6), (0.0, 0.5, 0.4),
-                       (0.0, 0.5, 0.0)]
+# (kappa, floor, w0, w1) at 2 seeds: the 2-seed frontier (w1 = w0: always t_1)
+TWO_SEED_CANDIDATES = [(0.1, 0.5), (0.0, 0.5, 0.1, 0.3), (0.0, 0.0, 0.1, 0.3),
+                       (0.0, 0.1, 0.1, 0.4), (0.0, 0.1, 0.08, 0.3), (0.0, 0.1, 0.0, 0.0)]
 
 
 def theory() -> list[str]:
@@ -229,7 +232,7 @@ def theory() -> list[str]:
             lo, hi = min(cov), max(cov)
             name = "before" if rule is None else "kappa={:g} floor={:g}".format(*rule)
             if rule is not None and len(rule) > 2:
-                name += f" power={rule[2]:g}"
+                name += " shares {:g}-{:g}".format(*rule[2:])
             if rule == calibrated_rule(s):
                 name = f"calibrated: {name}"
             lines.append(f"| {s} | {name} | {lo[0]:.1f} ({lo[1]:.2f}, {lo[2]:.2f}) | "
