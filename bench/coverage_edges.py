@@ -11,12 +11,13 @@ Per cell and df rule: coverage of the nominal 95% interval, median width, 99.9th
 width, the largest width over the median, the smallest df, and the median width over the
 known-variance interval's (the same estimate +- 1.96 x the estimate's true standard deviation,
 here its sd over the cell's trials). Rules (`RULES`): `calibrated` (core/calibrated.py),
-`kappa=.. floor=..` (the same rule with other constants, `CANDIDATES`), `before` (the rule this
+`kappa=.. floor=..` (the same rule with other constants, `CANDIDATES`; 2 seeds keep the ramp),
+`previous` (at 2 seeds the 3-seed rule the 2-seed df ramp replaced), `before` (the rule these
 replaced: V = M + X - r with the example part clipped at 0, df = df_seed V / M).
 Each cell has its own generator seeded from its name.
 
     nice -n 19 .venv/bin/python bench/coverage_edges.py [--trials 2000] [--cells binary]
-    .venv/bin/python bench/coverage_edges.py --theory    # the kappa frontier, exact integration
+    .venv/bin/python bench/coverage_edges.py --theory    # the frontiers, exact integration
 """
 
 from __future__ import annotations
