@@ -11,12 +11,13 @@ Per cell and df rule: coverage of the nominal 95% interval, median width, 99.9th
 width, the largest width over the median, the smallest df, and the median width over the
 known-variance interval's (the same estimate +- 1.96 x the estimate's true standard deviation,
 here its sd over the cell's trials). Rules (`RULES`): `calibrated` (core/calibrated.py),
-`kappa=.. floor=..` (the same rule with other constants, `CANDIDATES`), `before` (the rule this
+`kappa=.. floor=..` (the same rule with other constants, `CANDIDATES`; 2 seeds keep the ramp),
+`previous` (at 2 seeds the 3-seed rule the 2-seed df ramp replaced), `before` (the rule these
 replaced: V = M + X - r with the example part clipped at 0, df = df_seed V / M).
 Each cell has its own generator seeded from its name.
 
     nice -n 19 .venv/bin/python bench/coverage_edges.py [--trials 2000] [--cells binary]
-    .venv/bin/python bench/coverage_edges.py --theory    # the kappa frontier, exact integration
+    .venv/bin/python bench/coverage_edges.py --theory    # the frontiers, exact integration
 """
 
 from __future__ import annotations
@@ -130,14 +131,23 @@ def _before(terms) -> tuple[float, float]:
     return var, min([df_seed * var / seed, *(t.df for t in ex)])
 
 
-def _with(kappa: float, floor: float):
+_CONSTANTS = ("RESIDUAL_MARGIN", "SEED_FLOOR", "TWO_SEED_MARGIN", "TWO_SEED_FLOOR",
+              "TWO_SEED_SHARES")
+
+
+def _with(kappa: float, floor: float, two: tuple | None = None):
+    """core/calibrated.py with other constants; two: (kappa, floor, (w0, w1)) at 2 seeds
+    (default: the module's)."""
     def rule(terms):
-        old = cal.RESIDUAL_MARGIN, cal.SEED_FLOOR
-        cal.RESIDUAL_MARGIN, cal.SEED_FLOOR = kappa, floor
+        old = [getattr(cal, c) for c in _CONSTANTS]
+        new = (kappa, floor, *(two or old[2:]))
+        for c, v in zip(_CONSTANTS, new, strict=True):
+            setattr(cal, c, v)
         try:
             return cal.total_variance(terms), cal.calibrated_df(terms)
         finally:
-            cal.RESIDUAL_MARGIN, cal.SEED_FLOOR = old
+            for c, v in zip(_CONSTANTS, old, strict=True):
+                setattr(cal, c, v)
     return rule
 
 
@@ -145,6 +155,7 @@ def _with(kappa: float, floor: float):
 CANDIDATES = [(0.0, 1.0), (0.25, 0.75), (0.15, 0.5), (1.0, 0.0)]
 RULES = {"calibrated": lambda t: (cal.total_variance(t), cal.calibrated_df(t)),
          **{f"kappa={k:g} floor={c:g}": _with(k, c) for k, c in CANDIDATES},
+         "previous (2 seeds: kappa=0.1 df_seed / share)": _with(0.1, 0.5, (0.1, 0.5, (0.0, 1.0))),
          "before": _before}
 
 
@@ -178,8 +189,9 @@ def run(name: str, trial, truth: float, trials: int) -> list[dict]:
 # ---------------------------------------------------------------------------------------
 def theory_cell(seeds: int, a: float, r: float, rule, n: int = 4000):
     """(coverage %, median width / known) for variance shares a (seed), r (residual),
-    e = 1 - a - r (example) of the true V = 1; rule (kappa, floor), or None: the rule
-    before (V = M + e, df = (S - 1) V / M)."""
+    e = 1 - a - r (example) of the true V = 1; rule (kappa, floor[, w0, w1]): df = (S - 1)
+    (w1 - w0) / (share - w0), share = (M - kappa r) / V (w0, w1 = 0, 1: (S - 1) / share), at
+    least S - 1; or None: the rule before (V = M + e, df = (S - 1) V / M)."""
     e = 1 - a - r
     m = (a + r) * stats.chi2.ppf((np.arange(n) + 0.5) / n, seeds - 1) / (seeds - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -187,12 +199,26 @@ def theory_cell(seeds: int, a: float, r: float, rule, n: int = 4000):
             v = m + e
             df = (seeds - 1) * v / m
         else:
-            kappa, floor = rule
+            kappa, floor, w0, w1 = (*rule, 0.0, 1.0)[:4]
             v = e + np.maximum(m, floor * r)
-            df = np.maximum((seeds - 1) * v / np.maximum(m - kappa * r, 0), seeds - 1)
+            excess = np.maximum(m - kappa * r, 0) / v - w0
+            df = np.where(excess > 0, (seeds - 1) * (w1 - w0) / excess, np.inf)
+            df = np.maximum(df, seeds - 1)
     q = special.stdtrit(np.minimum(df, 299), 0.975)
     h = q * np.sqrt(v)
     return 100 * float(np.mean(2 * special.ndtr(h) - 1)), float(np.median(h)) / Z
+
+
+def calibrated_rule(seeds: int) -> tuple:
+    """core/calibrated.py's (kappa, floor[, w0, w1]) at this many seeds."""
+    if seeds == 2:
+        return cal.TWO_SEED_MARGIN, cal.TWO_SEED_FLOOR, *cal.TWO_SEED_SHARES
+    return cal.RESIDUAL_MARGIN, cal.SEED_FLOOR
+
+
+# (kappa, floor, w0, w1) at 2 seeds: the 2-seed frontier (w1 = w0: always t_1)
+TWO_SEED_CANDIDATES = [(0.1, 0.5), (0.0, 0.5, 0.1, 0.3), (0.0, 0.0, 0.1, 0.3),
+                       (0.0, 0.1, 0.1, 0.4), (0.0, 0.1, 0.08, 0.3), (0.0, 0.1, 0.0, 0.0)]
 
 
 def theory() -> list[str]:
@@ -201,10 +227,15 @@ def theory() -> list[str]:
     lines = ["| seeds | rule | coverage min (seed, residual share) | max | "
              "width / known, no seed effect, residual share 0.5 | 0.87 |", "|" + "---|" * 6]
     for s in (2, 3, 5, 10):
-        for rule in (None, (cal.RESIDUAL_MARGIN, cal.SEED_FLOOR), *CANDIDATES):
+        others = TWO_SEED_CANDIDATES if s == 2 else CANDIDATES
+        for rule in (None, calibrated_rule(s), *others):
             cov = [(theory_cell(s, a, r, rule)[0], a, r) for a, r in grid]
             lo, hi = min(cov), max(cov)
             name = "before" if rule is None else "kappa={:g} floor={:g}".format(*rule)
+            if rule is not None and len(rule) > 2:
+                name += " shares {:g}-{:g}".format(*rule[2:])
+            if rule == calibrated_rule(s):
+                name = f"calibrated: {name}"
             lines.append(f"| {s} | {name} | {lo[0]:.1f} ({lo[1]:.2f}, {lo[2]:.2f}) | "
                          f"{hi[0]:.1f} ({hi[1]:.2f}, {hi[2]:.2f}) | "
                          f"{theory_cell(s, 0, 0.5, rule)[1]:.2f} | "

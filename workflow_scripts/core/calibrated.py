@@ -49,6 +49,13 @@ most of V. (0.1, 1/2) keeps every simulated cell with >= 3 seeds within 93.2-96.
 seed part alone it is exactly Student's t with S - 1 df; p-values, the TOST and the seed
 planner (seed_planning.py) use the same t.
 
+With an arm of 2 seeds (df_seed 1) the df are instead df_seed (w1 - w0) / (share - w0), share =
+sum(M) / V_hat, (w0, w1) = TWO_SEED_SHARES = (0.1, 0.3), with no margin and the floor c = 0.1
+(TWO_SEED_FLOOR): t_1 from a seed share of 0.3 up, the normal at 0.1 and below. t_1's
+quantile is so steep (12.7 against 4.3 at 2 df) that dividing by the share covered 89.9-91.5%
+where seeds carry most but not all of V; this rule keeps 93.7-96.1% over every share by exact
+integration (docs/statistics.md).
+
 Imports numpy and scipy only, like multibootstrap.py, whose input checks it shares.
 """
 
@@ -172,6 +179,9 @@ def variance_terms(arms: list[Arm], resample: tuple[str, ...]) -> list[Term]:
 
 RESIDUAL_MARGIN = 0.1  # kappa: the share of the residual noise the seed charge leaves out
 SEED_FLOOR = 0.5  # c: the seed term is counted as at least c times the residual it holds
+TWO_SEED_MARGIN = 0.0  # kappa with an arm of 2 seeds (1 seed df)
+TWO_SEED_FLOOR = 0.1  # c with an arm of 2 seeds
+TWO_SEED_SHARES = (0.1, 0.3)  # (w0, w1): at 1 seed df, df = df_seed (w1 - w0) / (share - w0)
 
 
 def _seed_arms(terms: Sequence[Term]) -> list[tuple[float, float, float]]:
@@ -195,8 +205,9 @@ def total_variance(terms: Sequence[Term]) -> float:
     (module docstring): X the example terms, M a seed term, r the residual noise it holds."""
     x = sum(t.coef * t.ms for t in _example_terms(terms))
     arms = _seed_arms(terms)
-    var = x + sum(max(m, SEED_FLOOR * r) - r for m, r, _ in arms)
-    return float(max(var, sum(m for m, _, _ in arms), SEED_FLOOR * x, 0.0))
+    c = TWO_SEED_FLOOR if any(d < 2 for _, _, d in arms) else SEED_FLOOR
+    var = x + sum(max(m, c * r) - r for m, r, _ in arms)
+    return float(max(var, sum(m for m, _, _ in arms), c * x, 0.0))
 
 
 def _combine(terms: Sequence[Term]) -> tuple[float, float]:
@@ -251,12 +262,19 @@ def calibrated_df(terms: Sequence[Term]) -> float:
     left (seeds that do not vary, or not resampled): the example terms' Satterthwaite df."""
     examples = _example_terms(terms)
     arms = _seed_arms(terms)
-    charge = [max(m - RESIDUAL_MARGIN * r, 0.0) for m, r, _ in arms]
+    two = any(d < 2 for _, _, d in arms)  # an arm of 2 seeds: 1 seed df
+    charge = [max(m - (TWO_SEED_MARGIN if two else RESIDUAL_MARGIN) * r, 0.0)
+              for m, r, _ in arms]
     if not sum(charge) > 0:
         return _combine(examples)[1] if examples else math.inf
     df_seed = _welch_df(charge, [d for _, _, d in arms])
-    df = max(df_seed * total_variance(terms) / sum(charge), df_seed)
-    return min([df, *(t.df for t in examples)])
+    if two:  # t_1 is so steep that any df above 1 undercovers unless the share is small
+        w0, w1 = TWO_SEED_SHARES
+        excess = sum(charge) / total_variance(terms) - w0
+        df = df_seed * (w1 - w0) / excess if excess > 0 else math.inf
+    else:
+        df = df_seed * total_variance(terms) / sum(charge)
+    return min([max(df, df_seed), *(t.df for t in examples)])
 
 
 def t_half_width(var: float, df: float, ci: float) -> float:
