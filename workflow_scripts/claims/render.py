@@ -183,11 +183,13 @@ def rules_text(claims: list[dict]) -> str:
         + ", so a claim with one member is decided exactly when its CI excludes the threshold; "
         "column `CI` names the level and the interval method that decided it (the ladder's "
         "claims use `ladder.stats`, latency ratios a bootstrap of the profiling rounds). "
-        "A claim over several members (a family) is Holm-corrected across them; the member "
-        "shown decided it. `equivalent` claims are decided by TOST (|δ| < ε), `consistent` "
+        "A claim over several members (a family: \"at every depth\") is supported when every "
+        "member is, each at level α (no correction is needed for a conjunction), and refuted "
+        "when any member is refuted after Holm's correction across them; the member shown "
+        "decided it. `equivalent` claims are decided by TOST (|δ| < ε), `consistent` "
         "claims hold when the published value lies inside the CI, and `coherent` claims by "
-        "the latency coherence checks. p is Holm-adjusted: that of the test that decided the "
-        "claim, or both where none did."
+        "the latency coherence checks. p is that of the test that decided the claim (the "
+        "refute side Holm-adjusted), or both where none did."
         + (" An onset claim (`after` / `before` / `no_decline`) reads the bootstrap "
            "distribution of the step after which the learning curve first falls more than ε "
            "below its running best: p is the share of samples outside the claimed steps."
@@ -207,7 +209,7 @@ def markdown(table: pd.DataFrame) -> str:
              threshold_text(c["test"], c["threshold"], c["epsilon"]), decisive_p(c), notes(c)]
             for c in claims]
     out.append(md_table(rows, ["claim", "statement", "verdict", "decided by", "estimate [CI]",
-                               "CI", "threshold", "p (Holm)", "notes"]) + "\n")
+                               "CI", "threshold", "p", "notes"]) + "\n")
     for c in claims:
         members = members_of(table, c["claim"])
         if len(members) <= 1:
