@@ -14,7 +14,9 @@
 # Snakemake decides staleness per model whichever rule made it (docs/architecture.md).
 
 TRAIN_DIR = "checkpoints/{recipe}/{strategy}{depth}/seed{seed}"
-TRAIN_BATCHES = group_by_todo(train_todo()) if config["batch_seeds"] else []
+# The models still to train, read once per parse (every model's train_summary.json).
+TRAIN_TODO = train_todo()
+TRAIN_BATCHES = group_by_todo(TRAIN_TODO) if config["batch_seeds"] else []
 # One command for both rules: a changed command text reruns what the other rule made.
 TRAIN_SHELL = (
     "python -m workflow_scripts.biencoder.train --base {params.base:q}"

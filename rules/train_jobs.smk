@@ -73,7 +73,6 @@ TRAIN_PARAMS = {
 
 def train_benchmarks():
     """Every training job's benchmark file (core/batching.py job_benchmarks)."""
-    todo = train_todo()
     return job_benchmarks(
         [(*arm, seed) for arm, seeds in train_arms().items() for seed in seeds],
         [
@@ -81,6 +80,6 @@ def train_benchmarks():
             for seeds, arms in TRAIN_BATCHES
             for arm in arms
         ],
-        {(*arm, seed) for arm, seeds in todo.items() for seed in seeds},
+        {(*arm, seed) for arm, seeds in TRAIN_TODO.items() for seed in seeds},
         lambda k: bench("checkpoints/{}/{}{}/seed{}/model.safetensors".format(*k)),
     )

@@ -9,6 +9,7 @@ nothing heavy), so `snakemake -n` stays fast.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from pathlib import Path
@@ -21,17 +22,22 @@ def _model_config(config: dict) -> tuple[str, Path, dict | None]:
     """base_model, its config.json's path and contents where on disk (a `package:` model or
     a local folder; None for a hub id, or a package that does not import)."""
     spec = str(config["base_model"])
+    return (spec, *_read_model_config(spec))
+
+
+@functools.cache  # both checks read it: once per spec and process
+def _read_model_config(spec: str) -> tuple[Path, dict | None]:
     folder = Path(spec)
     if spec.startswith("package:"):
         try:  # the packages ship a model folder and import nothing heavy
             folder = Path(importlib.import_module(spec.split(":", 1)[1]).get_model_path())
         except (ImportError, AttributeError):
-            return spec, folder, None  # the jobs say what is wrong with the package
+            return folder, None  # the jobs say what is wrong with the package
     path = folder / "config.json"
     try:
-        return spec, path, json.loads(path.read_text(encoding="utf-8"))
+        return path, json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return spec, path, None
+        return path, None
 
 
 def base_layers(config: dict) -> int:
@@ -74,11 +80,11 @@ def claim_errors(config: dict) -> list[str]:
     return []
 
 
+def biencoder_errors(config: dict) -> list[str]:
+    return depth_errors(config) if "recipes" in config else []
+
+
 def check_config(config: dict) -> None:
     """Raise ValueError listing every problem of `config` (each naming its key); on success
     fill in the schemas' defaults."""
     configcheck.check_config(config, wing_checks=(claim_errors, biencoder_errors))
-
-
-def biencoder_errors(config: dict) -> list[str]:
-    return depth_errors(config) if "recipes" in config else []

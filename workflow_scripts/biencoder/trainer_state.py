@@ -15,16 +15,14 @@ import json
 import shutil
 from pathlib import Path
 
+from workflow_scripts.core.download import file_digests
+
 FINGERPRINT = "fingerprint.json"
 ELAPSED = "depthlab_elapsed.json"  # in each checkpoint: seconds trained up to it
 
 
 def file_sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_digests(path, ("sha256",))["sha256"]
 
 
 def data_identity(path, rows: int) -> dict:
