@@ -14,7 +14,6 @@ in `outs` (format from the suffix: png, pdf, svg), byte-identical on a rerun.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import matplotlib
 
@@ -195,15 +194,7 @@ def forest_figure(table: pd.DataFrame) -> plt.Figure:
 
 
 def save(fig: plt.Figure, outs) -> None:
-    """Save `fig` atomically to each path (format from its suffix), then close it. No dates in
-    the PDF/SVG metadata and a fixed SVG id salt, so reruns are byte-identical."""
-    for out in outs:
-        fmt_ = Path(out).suffix.lstrip(".").lower()
-        metadata = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt_)
-        with (contracts.atomic_path(out) as tmp,
-              matplotlib.rc_context({"svg.hashsalt": "depthlab-claims"})):
-            fig.savefig(tmp, dpi=DPI, format=fmt_, metadata=metadata)
-    plt.close(fig)
+    contracts.write_figure(fig, outs, dpi=DPI)
 
 
 def forest_plot(table: pd.DataFrame, outs: list[str]) -> None:

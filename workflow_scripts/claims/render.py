@@ -75,16 +75,7 @@ def method_text(rec: dict) -> str:
     return f"{contracts.ci_label(level)} {name}" if math.isfinite(level) else name
 
 
-def _cell(x) -> str:
-    # A `|` would end the cell and a newline the row.
-    return str(x).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-
-
-def md_table(rows: list[list], columns: list[str]) -> str:
-    """A pipe table of already formatted cells."""
-    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
+md_table = notation.pipe_table  # a pipe table of already formatted cells
 
 
 def threshold_text(test, threshold, epsilon) -> str:

@@ -147,6 +147,20 @@ def write_text(path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def write_figure(fig, outs, dpi: int = 150) -> None:
+    """Save a matplotlib figure atomically to every path (format from the suffix), then close
+    it. No dates in a PDF or SVG and a fixed SVG id salt, so a rerun writes the same bytes."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    for out in [outs] if isinstance(outs, str | os.PathLike) else outs:
+        fmt = Path(out).suffix.lstrip(".").lower()
+        with atomic_path(out) as tmp, matplotlib.rc_context({"svg.hashsalt": "depthlab"}):
+            fig.savefig(tmp, dpi=dpi, format=fmt,
+                        metadata={"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt))
+    plt.close(fig)
+
+
 def write_json(path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
 

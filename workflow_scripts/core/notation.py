@@ -81,3 +81,19 @@ def seeds(n) -> str:
     """A number of seeds to reach a target; None / NaN: no number of seeds reaches it."""
     v = _float(n)
     return UNREACHABLE if v is None or math.isnan(v) else f"{math.ceil(v):d}"
+
+
+def ci_cell(lo, hi, digits: int = 4) -> str:
+    """'[0.1000, 0.1500]': an interval without its estimate (the Multi-Bootstrap's beside)."""
+    return f"[{num(lo, digits)}, {num(hi, digits)}]"
+
+
+def pipe_table(rows, columns) -> str:
+    """A markdown pipe table of already formatted cells; a `|` in a cell is escaped (it would
+    end the cell) and a line break becomes a space (it would end the row)."""
+    def cell(x) -> str:
+        return str(x).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+    lines = ["| " + " | ".join(map(cell, columns)) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
+    return "\n".join(lines)

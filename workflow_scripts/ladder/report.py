@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import pandas as pd
 
 from workflow_scripts.core import notation
 from workflow_scripts.core.contracts import (
     WHY_THEY_DIFFER,
-    atomic_path,
     ci_level,
     interval_name,
     shows_reference,
+    write_figure,
     write_text,
 )
 
@@ -59,28 +58,18 @@ def figure(table: pd.DataFrame, outs) -> None:
     fig.suptitle(f"Depth ladder: mean over seeds, {ci_level(table)} {interval_name(table)} CI",
                  fontsize=10)
     fig.tight_layout(rect=(0, 0.5 / height, 1, 1))
-    for out in [outs] if isinstance(outs, (str, Path)) else outs:
-        fmt = Path(out).suffix.lstrip(".")
-        # No dates in a PDF or SVG and a fixed SVG id salt: reruns are byte-identical.
-        with atomic_path(out) as tmp, matplotlib.rc_context({"svg.hashsalt": "depthlab"}):
-            fig.savefig(tmp, format=fmt, dpi=150,
-                        metadata={"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt))
-    plt.close(fig)
+    write_figure(fig, outs)
 
 
 def _num(x) -> str:
     return notation.num(x, 4)
 
 
-def _ci(lo, hi) -> str:
-    return f"[{_num(lo)}, {_num(hi)}]"
+_ci = notation.ci_cell
 
 
 def _md(df: pd.DataFrame) -> str:
-    cell = lambda v: str(v).replace("|", "\\|")  # noqa: E731 -- a pipe would end the cell
-    lines = ["| " + " | ".join(map(cell, df.columns)) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines)
+    return notation.pipe_table(df.itertuples(index=False), list(df.columns))
 
 
 def summary(table, comps, cross, identity: dict) -> str:

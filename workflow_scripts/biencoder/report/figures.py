@@ -14,9 +14,7 @@ CLI: python -m workflow_scripts.biencoder.report.figures NAME --stats-dir result
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
 
@@ -42,15 +40,7 @@ def load_stats(stats_dir, names=("ci", "seeds", "comparisons")) -> dict[str, pd.
 
 
 def save(fig: plt.Figure, outs) -> None:
-    """Save to every path (format from the suffix); no dates in a PDF or SVG and a fixed SVG
-    id salt, so that a rerun writes the same bytes."""
-    for out in outs:
-        fmt = Path(out).suffix.lstrip(".")
-        with (contracts.atomic_path(out) as tmp,
-              matplotlib.rc_context({"svg.hashsalt": "depthlab"})):
-            fig.savefig(tmp, dpi=150, format=fmt,
-                        metadata={"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt))
-    plt.close(fig)
+    contracts.write_figure(fig, outs)
 
 
 def main(argv=None) -> None:

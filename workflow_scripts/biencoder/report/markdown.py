@@ -12,17 +12,12 @@ interval = notation.interval  # '0.1234 [0.1000, 0.1500]'
 
 
 def md_table(df: pd.DataFrame, digits: int = 4) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(fmt(v, digits) for v in row) + " |")
-    return "\n".join(lines)
+    return notation.pipe_table(([fmt(v, digits) for v in row]
+                                for row in df.itertuples(index=False)), list(df.columns))
 
 
 def p_fmt(p) -> str:
     return notation.num(p, 4)
 
 
-def ci_cell(lo, hi, digits: int = 4) -> str:
-    """'[0.1000, 0.1500]': an interval without its estimate (the Multi-Bootstrap's beside)."""
-    return f"[{notation.num(lo, digits)}, {notation.num(hi, digits)}]"
+ci_cell = notation.ci_cell  # '[0.1000, 0.1500]': an interval without its estimate
