@@ -3,7 +3,8 @@ config, priced with per-job figures measured by bench/laptop_sizing.py.
 
 Pure functions (no measurement): `dry_run` plans the config in an empty folder (so every job
 of a fresh study), `parse_jobs` reads each job's rule and command, `job_seconds` prices one
-job, `predict` sums them into core-seconds and a wall-clock estimate on `cores` cores.
+job, `predict` sums them into core-seconds and a wall-clock estimate on `cores` cores;
+`median_ci` is the interval of a median of repeated timings, `precise` the stopping rule.
 
 The cost model, per job (seconds on one core; `figures` holds the measured values):
 - training (train, train_seeds): the job's start (imports) + per seed the training's own
@@ -20,8 +21,10 @@ The cost model, per job (seconds on one core; `figures` holds the measured value
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -131,3 +134,35 @@ def predict(jobs: list[Job], f: dict, cores: int = 2) -> dict:
     return {"per_rule": {r: (len(v), sum(v)) for r, v in sorted(per_rule.items())},
             "core_seconds": core_seconds, "latency_seconds": latency, "chain": chain,
             "wall_seconds": wall, "jobs": len(jobs)}
+
+
+def median_ci(x, level: float = 0.95) -> tuple[float, float, float, float]:
+    """Median, and the order-statistics interval (x_(k), x_(n-k+1)) with the largest k whose
+    coverage 1 - 2 P(Binomial(n, 1/2) < k) is at least `level`; with too few values for
+    that, (min, max). Returns (median, low, high, coverage)."""
+    x = sorted(x)
+    n = len(x)
+    cover = [1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+             for k in range(1, n // 2 + 1)]
+    k = max([k + 1 for k, c in enumerate(cover) if c >= level], default=1)
+    coverage = cover[k - 1] if cover else 0.0
+    return float(statistics.median(x)), x[k - 1], x[n - k], coverage
+
+
+def precise(x, target: float) -> bool:
+    med, lo, hi, cov = median_ci(x)
+    return cov >= 0.95 and max(med - lo, hi - med) <= target * med
+
+
+def latency_run_seconds(cfg, start: float, load: float, calls: dict) -> tuple[float, float]:
+    """A profiling run on a quiet machine (it stops at the minimum rounds: warm-up, rounds,
+    encode rounds, each call priced at the measured call time) and at its cap (the rounds
+    stop after latency.max_seconds)."""
+    lat = cfg["latency"]
+    per_round = sum(median_ci(v)[0] for v in calls.values())
+    loads = load * len(calls)
+    warm = lat["warmup_calls"] * per_round
+    rounds = lat["rounds"] * (lat["discard_calls"] + lat["calls_per_round"]) * per_round
+    encode = lat["encode_calls"] * 2 * per_round  # encode() and tokenization, at most a call
+    return (start + loads + warm + rounds + encode,
+            start + loads + warm + max(rounds, lat["max_seconds"]) + encode)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import resource
@@ -56,24 +55,6 @@ MODES = {  # documents sampled per benchmark, repeats (min, max), training steps
     "quick": {"docs": 32, "rounds": (2, 3), "steps": (2, 3), "starts": 1, "seconds": 60},
     "full": {"docs": 64, "rounds": (6, 10), "steps": (6, 10), "starts": 3, "seconds": 120},
 }
-
-
-def median_ci(x, level: float = 0.95) -> tuple[float, float, float, float]:
-    """Median, and the order-statistics interval (x_(k), x_(n-k+1)) with the largest k whose
-    coverage 1 - 2 P(Binomial(n, 1/2) < k) is at least `level`; with too few values for
-    that, (min, max). Returns (median, low, high, coverage)."""
-    x = sorted(x)
-    n = len(x)
-    cover = [1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
-             for k in range(1, n // 2 + 1)]
-    k = max([k + 1 for k, c in enumerate(cover) if c >= level], default=1)
-    coverage = cover[k - 1] if cover else 0.0
-    return float(np.median(x)), x[k - 1], x[n - k], coverage
-
-
-def precise(x, target: float) -> bool:
-    med, lo, hi, cov = median_ci(x)
-    return cov >= 0.95 and max(med - lo, hi - med) <= target * med
 
 
 class Words:
@@ -197,7 +178,7 @@ def measure_encoding(path, needs, words, cfg, mode, target) -> tuple[dict, dict,
         print(f"  encoding round {rounds}: " + ", ".join(
             f"{b} L{d} {np.median(v):.0f} s" for (b, d), v in sorted(times.items()))
             + f"; load average {os.getloadavg()[0]:.1f}", flush=True)
-        if rounds >= lo_rounds and (all(precise(v, target) for v in times.values())
+        if rounds >= lo_rounds and (all(plan.precise(v, target) for v in times.values())
                                     or time.perf_counter() - t_start > mode["seconds"]):
             break
     return times, {"model_load": load}, calls
@@ -225,9 +206,10 @@ def measure_search(needs, repeats: int) -> dict:
 
 
 def measure_training(kinds, words, cfg, recipe, mode, target, tmp) -> tuple[dict, list]:
-    """Per (strategy, depth): seconds of each optimizer step after the first (the stage's
-    `train`, stopped by a callback once the median is precise or at the cap), and each
-    run's fixed cost: its total less its steps (loading, set-up, saving)."""
+    """Per (strategy, depth): seconds of each optimizer step after a run's first (the
+    stage's `train`, timed by a callback; a second run up to the cap when the median is not
+    yet precise), and each run's fixed cost: its total less its steps (loading, set-up,
+    saving)."""
     import pandas as pd
     from transformers import TrainerCallback
 
@@ -258,47 +240,37 @@ def measure_training(kinds, words, cfg, recipe, mode, target, tmp) -> tuple[dict
             now = clock()
             self.ends.append(now - self.last)
             self.last = now
-            later = self.ends[1:]
-            if len(later) >= lo and precise(later, target):
-                control.should_training_stop = True
             return control
 
     steps, fixed = {}, []
     for strategy, depth in kinds:
-        settings = train_settings(strategy).from_json(json.dumps({
-            **{k: recipe[k] for k in ("batch_size", "lr", "warmup") if k in recipe},
-            "steps": hi + 1, "max_seq_length": cfg["max_seq_length"]}))
-        cb = Steps()
-        t0 = clock()
-        stage.train(base=cfg["base_model"], strategy=strategy, depth=depth, seed=0,
-                    settings=settings, triples=triples, out_dir=Path(tmp) / f"{strategy}{depth}",
-                    callbacks=[cb])
-        total = clock() - t0
-        steps[f"{strategy}{depth}"] = cb.ends[1:]
-        fixed.append(total - sum(cb.ends))
-        med, low, high, _ = median_ci(cb.ends[1:])
+        key = steps[f"{strategy}{depth}"] = []
+        # A run of lo steps after the first; a second of the rest of the cap if that is not
+        # precise (a run cannot stop early: its loss log must reach its last step).
+        for n in (lo, hi - lo):
+            if n <= 0:
+                break
+            settings = train_settings(strategy).from_json(json.dumps({
+                **{k: recipe[k] for k in ("batch_size", "lr", "warmup") if k in recipe},
+                "steps": n + 1, "max_seq_length": cfg["max_seq_length"]}))
+            cb = Steps()
+            t0 = clock()
+            stage.train(base=cfg["base_model"], strategy=strategy, depth=depth, seed=0,
+                        settings=settings, triples=triples,
+                        out_dir=Path(tmp) / f"{strategy}{depth}-{n}", callbacks=[cb])
+            fixed.append(clock() - t0 - sum(cb.ends))
+            key += cb.ends[1:]
+            if plan.precise(key, target):
+                break
+        med, low, high, _ = plan.median_ci(key)
         print(f"  training {strategy}{depth}: {med:.2f} s a step [{low:.2f}, {high:.2f}], "
-              f"{len(cb.ends) - 1} steps timed; fixed {fixed[-1]:.1f} s; load average "
+              f"{len(key)} steps timed; fixed {fixed[-1]:.1f} s; load average "
               f"{os.getloadavg()[0]:.1f}", flush=True)
     return steps, fixed
 
 
-def latency_run_seconds(cfg, start: float, load: float, calls: dict) -> tuple[float, float]:
-    """A profiling run on a quiet machine (it stops at the minimum rounds: warm-up, rounds,
-    encode rounds, each call priced at the measured call time) and at its cap (the rounds
-    stop after latency.max_seconds)."""
-    lat = cfg["latency"]
-    per_round = sum(median_ci(v)[0] for v in calls.values())
-    loads = load * len(calls)
-    warm = lat["warmup_calls"] * per_round
-    rounds = lat["rounds"] * (lat["discard_calls"] + lat["calls_per_round"]) * per_round
-    encode = lat["encode_calls"] * 2 * per_round  # encode() and tokenization, at most a call
-    return (start + loads + warm + rounds + encode,
-            start + loads + warm + max(rounds, lat["max_seconds"]) + encode)
-
-
 def show(name: str, values, unit: str = "s") -> None:
-    med, lo, hi, cov = median_ci(values)
+    med, lo, hi, cov = plan.median_ci(values)
     print(f"  {name:<34}{med:>9.2f} {unit}  [{lo:.2f}, {hi:.2f}] ({len(values)} values, "
           f"{cov:.0%} interval)")
 
@@ -352,18 +324,18 @@ def main(argv=None) -> None:
         times, loads, calls = measure_encoding(path, needs, words, cfg, mode, a.target)
         search = measure_search(needs, mode["starts"])
         steps, fixed = measure_training(kinds, words, cfg, recipe, mode, a.target, tmp)
-    med = {k: median_ci(v)[0] for k, v in starts.items()}
-    load = median_ci(loads["model_load"])[0]
-    lat_quiet, lat_cap = latency_run_seconds(cfg, med["latency_job_start"], load, calls)
+    med = {k: plan.median_ci(v)[0] for k, v in starts.items()}
+    load = plan.median_ci(loads["model_load"])[0]
+    lat_quiet, lat_cap = plan.latency_run_seconds(cfg, med["latency_job_start"], load, calls)
     figures = {
         **{k: med[k] for k in ("train_job_start", "eval_job_start", "tail_job_start")},
-        "model_load": load, "training_fixed": median_ci(fixed)[0],
-        "train_step": {k: median_ci(v)[0] for k, v in steps.items()},
-        "encode": {}, "search": {b: median_ci(v)[0] for b, v in search.items()},
+        "model_load": load, "training_fixed": plan.median_ci(fixed)[0],
+        "train_step": {k: plan.median_ci(v)[0] for k, v in steps.items()},
+        "encode": {}, "search": {b: plan.median_ci(v)[0] for b, v in search.items()},
         "latency_run": lat_quiet,
     }
     for (bench, depth), v in times.items():
-        figures["encode"].setdefault(bench, {})[depth] = median_ci(v)[0]
+        figures["encode"].setdefault(bench, {})[depth] = plan.median_ci(v)[0]
 
     print(f"\nper-job figures (median [95% interval]; {a.clock}-clock seconds on one core)")
     for k, v in starts.items():

@@ -91,19 +91,19 @@ def test_job_seconds_and_the_prediction_add_up():
 
 
 def test_median_interval_by_order_statistics():
-    assert sizing.median_ci([3.0]) == (3.0, 3.0, 3.0, 0.0)
-    med, lo, hi, cov = sizing.median_ci([5, 1, 4, 2, 3, 6])  # six values: (min, max), 96.9%
+    assert plan.median_ci([3.0]) == (3.0, 3.0, 3.0, 0.0)
+    med, lo, hi, cov = plan.median_ci([5, 1, 4, 2, 3, 6])  # six values: (min, max), 96.9%
     assert (med, lo, hi) == (3.5, 1, 6) and cov == pytest.approx(1 - 2 / 64)
-    med, lo, hi, cov = sizing.median_ci(range(20))  # (x_(6), x_(15)): 95.9%
+    med, lo, hi, cov = plan.median_ci(range(20))  # (x_(6), x_(15)): 95.9%
     assert (lo, hi) == (5, 14) and cov == pytest.approx(0.9586, abs=1e-4)
     rng = np.random.default_rng(0)
     hits = 0
     for _ in range(2000):
         x = rng.lognormal(0, 0.3, 9)
-        _, lo, hi, cov = sizing.median_ci(x)
+        _, lo, hi, cov = plan.median_ci(x)
         hits += lo <= 1.0 <= hi  # the lognormal's median is 1
     assert cov >= 0.95 and abs(hits / 2000 - cov) < 0.02
-    assert sizing.precise([1.0] * 6, 0.01) and not sizing.precise([1.0] * 5, 0.01)
+    assert plan.precise([1.0] * 6, 0.01) and not plan.precise([1.0] * 5, 0.01)
 
 
 def test_generated_texts_have_the_benchmarks_lengths():
