@@ -314,7 +314,8 @@ def main(argv=None) -> None:
         raise SystemExit(f"recipes with batch sizes {sorted(batches)}: this bench measures "
                          "one batch size")
     recipe = next(iter(cfg["recipes"].values()))
-    print(f"{len(jobs)} jobs: {len(train_jobs)} training, {len(eval_jobs)} evaluation; "
+    print(f"{len(jobs)} jobs besides `all`: {len(train_jobs)} training, "
+          f"{len(eval_jobs)} evaluation; "
           f"max_seq_length {cfg['max_seq_length']}, batch {recipe['batch_size']}; "
           f"{'quick' if a.quick else 'full'} mode, {a.clock} clock", flush=True)
     path = resolve_model_path(cfg["base_model"])
