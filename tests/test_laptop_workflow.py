@@ -67,8 +67,6 @@ def scaled_laptop_config(model_dir, server: FileServer) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (ROOT / "config/laptop.yaml").exists(),
-                    reason="config/laptop.yaml comes with branch laptop-sizing")
 def test_laptop_study_runs_end_to_end_on_served_data(six_layer_model, tmp_path):
     with FileServer(tmp_path / "www") as server:
         config = scaled_laptop_config(six_layer_model, server)
