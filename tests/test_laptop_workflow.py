@@ -117,3 +117,13 @@ def test_laptop_study_runs_end_to_end_on_served_data(six_layer_model, tmp_path):
         dry = snakemake(wd, "--configfile", str(cfg), "-n")
         assert planned_jobs(dry.stdout) == []
         assert sum(server.requests.values()) == before
+        # Another max_triples is a param of the triples' job: it reruns (and what reads it)
+        name = next((n for n, s in datasets.items() if s["source"] == "triples-jsonl-gz"), None)
+        if name == train:
+            datasets[name]["max_triples"] = MAX_TRIPLES + 1
+            cfg.write_text(yaml.safe_dump(config))
+            jobs = planned_jobs(snakemake(wd, "--configfile", str(cfg), "-n").stdout)
+            reason = next(reason for rule, reason, _ in jobs if rule == "triples_download")
+            assert reason.startswith("Params have changed") and (
+                f"before: '--max-triples {MAX_TRIPLES}' now: '--max-triples {MAX_TRIPLES + 1}'"
+                in reason)
