@@ -74,7 +74,8 @@ def test_docs_examples_run_as_written_on_a_partial_results_folder(tmp_path):
         assert len(onset) == 1
 
 
-@pytest.mark.parametrize("config", ["config/ladder.yaml", "config/config.yaml"])
+@pytest.mark.parametrize("config", ["config/ladder.yaml", "config/config.yaml",
+                                    "config/laptop.yaml"])
 def test_another_configs_claims_leave_results_untouched(tmp_path, config):
     d = _partial_results(tmp_path)
     before = _tree(d / "results")

