@@ -377,9 +377,9 @@ def test_a_config_may_hold_only_one_study(tmp_path):
     assert counts["claims"] == 1 and counts["claims_figure"] == 1
 
 
-def test_paper_config_lists_exactly_the_papers_jobs(tmp_path):
+def test_paper_config_lists_exactly_the_papers_jobs(tmp_path, paper_hub_env):
     proc = snakemake(tmp_path, "-n", "--cores", "8", "--configfile",
-                     str(ROOT / "config/paper.yaml"))
+                     str(ROOT / "config/paper.yaml"), env=paper_hub_env)
     counts = job_counts(proc.stdout + proc.stderr)
     # A: 1 seed, B-D: 3 seeds, E: 1 seed; x 4 depths; B-D's two train-once arms: 3 each
     assert counts["train"] == 20 + 2 * 3
