@@ -98,3 +98,18 @@ def test_the_jobs_environment_of_each_kind_of_base_model(tmp_path, tiny_model):
     assert (f"the Hugging Face cache {cache} (missing: model.safetensors or "
             "model.safetensors.index.json or pytorch_model.bin or pytorch_model.bin.index.json)"
             ", and the hub cannot be reached" in out["depthlab/no-weights"])
+
+
+def test_a_training_records_the_cached_snapshot_of_a_hub_id(tmp_path, tiny_model):
+    """Provenance: the commit the cache held and the sha256 of its files, equal to the same
+    files' as a local folder."""
+    cache = hub_cache(tmp_path / "hub", "depthlab/tiny-bert", tiny_model)
+    code = ("import json, sys\n"
+            "from workflow_scripts.biencoder.trainer_state import base_identity\n"
+            "print(json.dumps([base_identity(m) for m in sys.argv[1:]]))\n")
+    env = {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", code, "depthlab/tiny-bert", str(tiny_model)],
+                          cwd=ROOT, env=env, text=True, capture_output=True, timeout=120)
+    hub_id, folder = json.loads(proc.stdout)
+    assert hub_id == {"spec": "depthlab/tiny-bert", "revision": "0" * 40,
+                      "sha256": folder["sha256"]}
