@@ -26,7 +26,7 @@ more seeds. The overall one-sided error of each side stays <= alpha across all t
                  n_k - 1) spends exactly the increments (Jennison & Turnbull 1991), from
                  T_PATHS simulated paths with a fixed generator
 
-Why "union": the two exact boundaries test later looks at up to twice the increment
+Why "union": the two exact boundaries test later looks at up to 2.7 times the increment
 (3 -> 10 seeds, O'Brien-Fleming: 1.66-1.87% at the last look against 0.69%), which needs
 p-values right far in the tail at the early looks. The calibrated t at 3-4 seeds is not:
 where seeds carry most of the variance, P(p <= 0.1%) is 0.2-0.6% (its df grow when the seed
