@@ -155,6 +155,8 @@ def test_t_boundary_spends_alpha_for_the_sequential_t_test():
 def test_boundary_is_checked():
     with pytest.raises(ValueError, match="unknown boundary 'exact'"):
         sq.look_alphas([3, 4], ALPHA, boundary="exact")
+    with pytest.raises(ValueError, match="t_paths must be at least 10000"):
+        sq.look_alphas([3, 4], ALPHA, boundary="t", t_paths=100)
 
 
 @pytest.mark.parametrize("spending", ["obrien-fleming", "pocock"])

@@ -267,6 +267,8 @@ def boundaries(seeds_per_look: Sequence[int], alpha: float,
     spending = _check_spending(spending)
     if boundary not in BOUNDARIES:
         raise ValueError(f"unknown boundary {boundary!r}; expected one of {BOUNDARIES}")
+    if _int("t_paths", t_paths) < 10_000:
+        raise ValueError(f"t_paths must be at least 10000 simulated paths; got {t_paths}")
     cumulative, increments, levels = _levels(tuple(looks), alpha, spending, boundary,
                                              int(t_paths))
     fractions = [n / looks[-1] for n in looks]
