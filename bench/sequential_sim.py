@@ -1,6 +1,4 @@
-"""Seeds on demand, end to end: the false-decision rate and power of deciding a claim at
-several looks as seeds are added (core/sequential.py), against a fixed design and the naive
-procedure that decides every look at level alpha.
+"""The model and statistic of bench/sequential.py (seeds on demand, simulated end to end).
 
 Per cell, studies of a paired difference are drawn with a known truth: per seed s and example
 q, d[s, q] = delta + example[q] + seed[s] + noise[s, q] (each component the difference of two
@@ -9,28 +7,21 @@ sd per arm, times sqrt(2)), 300 examples. The claim is "b - a > 0" (threshold 0)
 holds max_seeds seeds; look k sees its first n_k (seeds added, nothing redrawn). At every look
 the calibrated one-sided p-values (core/calibrated.py's paired compare, vectorised here over
 studies and checked against calibrated.compare itself on the first studies of every cell to
-1e-9) give the path; each rule then walks the path: at look k the claim is supported when
-p_support <= its level, refuted when p_refute <= its level, else it gets more seeds until the
-last look (inconclusive). "+ planner" also stops a claim early, inconclusive, when
-seed_planning.seeds_for_margin says no seed count settles it (the examples limit it; the same
-check, vectorised, verified against seed_planning on the first studies).
+1e-9) give the path; `unreachable` is seed_planning.seeds_for_margin's "no seed count settles
+it" (the examples limit it), vectorised and checked against seed_planning the same way.
 
 Regimes: seeds dominate (seed sd 0.02, interaction 0.02, noise 0.05), balanced (seed sd
 0.005), examples dominate (seed sd 0.002, interaction 0.05, noise 0.02: information grows
 barely with seeds). Truths: the hardest null (delta = threshold), and delta = 2.5 and 4 true
 standard deviations of the estimate at max_seeds. Each cell has its own generator, seeded from
 its name.
-
-    nice -n 10 .venv/bin/python bench/sequential.py [--quick] [--studies 10000]
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import math
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +31,6 @@ from scipy import special
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from workflow_scripts.core import calibrated as cal  # noqa: E402
 from workflow_scripts.core import seed_planning  # noqa: E402
-from workflow_scripts.core import sequential as sq  # noqa: E402
 
 ALPHA, CI = 0.025, 0.95  # the claims' one-sided level at ci 0.95
 QUERIES, START, MAXIMA = 300, 3, (4, 6, 10)
@@ -50,10 +40,6 @@ REGIMES = {  # per arm: (seed sd, example x arm interaction sd, noise sd)
     "examples dominate": (0.002, 0.05, 0.02),
 }
 EFFECTS = (0.0, 2.5, 4.0)  # delta in true sds of the estimate at max_seeds; 0: hardest null
-RULES = ("fixed", "naive", "obrien-fleming union", "obrien-fleming union + planner",
-         "obrien-fleming normal", "obrien-fleming t", "pocock union", "pocock normal",
-         "pocock t", "bonferroni")
-TAIL = (0.001, 0.005, 0.01, 0.025)  # nominal levels whose real rate the tail table shows
 CHECKED = 20  # studies per cell checked against calibrated.compare and seed_planning
 
 
@@ -116,6 +102,15 @@ def p_support(s: dict) -> np.ndarray:
     return np.where(s["v"] > 0, special.stdtr(s["df"], -tx), (s["estimate"] <= 0) * 1.0)
 
 
+def p_seed_df(s: dict) -> np.ndarray:
+    """p_support with the calibrated estimate and variance but the seed df (n - 1): the
+    one-sample t test of the seeds where seeds carry the variance, conservative elsewhere."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tx = s["estimate"] / np.sqrt(s["v"])
+    return np.where(s["v"] > 0, special.stdtr(s["seeds"] - 1, -tx),
+                    (s["estimate"] <= 0) * 1.0)
+
+
 def unreachable(s: dict) -> np.ndarray:
     """seed_planning.seeds_for_margin(terms, |estimate|) is None: even at its largest seed
     count the calibrated half-width exceeds the margin (the examples limit it). At n seeds
@@ -141,204 +136,3 @@ def check_against_core(d: np.ndarray, looks: list[int]) -> None:
             assert math.isclose(res.df, s["df"][i], rel_tol=1e-9), (n, i)
             plan = seed_planning.seeds_for_margin(res.terms, abs(res.estimate), CI)
             assert (plan is None) == bool(far[i]), (n, i, plan)
-
-
-# ---------------------------------------------------------------------------------------
-# Rules on the paths
-# ---------------------------------------------------------------------------------------
-def levels(rule: str, looks: list[int]) -> list[float]:
-    if rule == "fixed":
-        return [0.0] * (len(looks) - 1) + [ALPHA]
-    if rule == "naive":
-        return [ALPHA] * len(looks)
-    spending, _, boundary = rule.partition(" ")
-    return sq.look_alphas(looks, ALPHA, spending, boundary=boundary or "union")
-
-
-def walk(p: np.ndarray, far: np.ndarray, lv: list[float], looks: list[int], planner: bool):
-    """Verdicts (1 supported, -1 refuted, 0 inconclusive) and seeds used, per study, of a rule
-    with levels lv on the p_support paths p [studies, looks]."""
-    n = p.shape[0]
-    verdict, used = np.zeros(n, int), np.full(n, looks[-1])
-    open_ = np.ones(n, bool)
-    for k, (a, seeds) in enumerate(zip(lv, looks, strict=True)):
-        sup = open_ & (p[:, k] <= a)
-        ref = open_ & ~sup & (1 - p[:, k] <= a)
-        verdict[sup], verdict[ref] = 1, -1
-        stop = sup | ref
-        if planner and k < len(looks) - 1:
-            stop |= open_ & ~stop & far[:, k]
-        used[stop] = seeds
-        open_ &= ~stop
-    return verdict, used
-
-
-def run_cell(cell: Cell, studies: int, chunk: int = 1000) -> dict:
-    rng = cell.rng()
-    looks = sq.plan_looks(START, cell.max_seeds)
-    paths, fars, t_first_last = [], [], []
-    done = 0
-    while done < studies:
-        d = draw(cell, rng, min(chunk, studies - done))
-        if done == 0:
-            check_against_core(d[:CHECKED], looks)
-        stats_ = [paired_stats(d[:, :n]) for n in looks]
-        paths.append(np.stack([p_support(s) for s in stats_], axis=1))
-        fars.append(np.stack([unreachable(s) for s in stats_], axis=1))
-        t_first_last.append(np.stack([(s["estimate"] - cell.delta()) / cell.sd_at(s["seeds"])
-                                      for s in (stats_[0], stats_[-1])], axis=1))
-        done += len(d)
-    p, far = np.concatenate(paths), np.concatenate(fars)
-    z = np.concatenate(t_first_last)
-    out = {"looks": looks, "corr": float(np.corrcoef(z.T)[0, 1]),
-           "tail": {n: [float(np.mean(p[:, k] <= a)) for a in TAIL]
-                    for k, n in enumerate(looks[:2])}}
-    for rule in RULES:
-        verdict, used = walk(p, far, levels(rule.removesuffix(" + planner"), looks), looks,
-                             planner=rule.endswith("+ planner"))
-        out[rule] = {"supported": int((verdict == 1).sum()),
-                     "refuted": int((verdict == -1).sum()), "n": len(verdict),
-                     "seeds": float(used.mean())}
-    return out
-
-
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson interval of a binomial rate."""
-    p = k / n
-    mid, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)
-
-
-# ---------------------------------------------------------------------------------------
-# Tables, main
-# ---------------------------------------------------------------------------------------
-LABELS = {"fixed": "fixed at max", "naive": "naive (alpha each look)",
-          "obrien-fleming union": "**OF union (default)**",
-          "obrien-fleming union + planner": "OF union + planner",
-          "obrien-fleming normal": "OF normal", "obrien-fleming t": "OF t",
-          "pocock union": "Pocock union", "pocock normal": "Pocock normal",
-          "pocock t": "Pocock t", "bonferroni": "Bonferroni"}
-
-
-def _rate(x: dict, key: str = "supported") -> float:
-    return 100 * x[key] / x["n"]
-
-
-def null_table(results: dict) -> list[str]:
-    """False "supported" % [95% Wilson interval] per regime, plan and rule; bold where the
-    whole interval lies above alpha."""
-    lines = ["| regime | looks | " + " | ".join(LABELS[r] for r in RULES) + " |",
-             "|" + "---|" * (2 + len(RULES))]
-    for (regime, top), res in results.items():
-        cells = []
-        for rule in RULES:
-            x = res[0.0][rule]
-            lo, hi = wilson(x["supported"], x["n"])
-            cell = f"{_rate(x):.2f} [{100 * lo:.2f}, {100 * hi:.2f}]"
-            cells.append(f"**{cell}**" if lo > ALPHA else cell)
-        lines.append(f"| {regime} | {START}-{top} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def power_table(results: dict, effect: float) -> list[str]:
-    """Power % / mean seeds per regime, plan and rule at one effect."""
-    lines = ["| regime | looks | " + " | ".join(LABELS[r] for r in RULES) + " |",
-             "|" + "---|" * (2 + len(RULES))]
-    for (regime, top), res in results.items():
-        cells = [f"{_rate(res[effect][r]):.1f} / {res[effect][r]['seeds']:.2f}" for r in RULES]
-        lines.append(f"| {regime} | {START}-{top} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def long_table(results: dict) -> list[str]:
-    """One row per regime, plan, truth and rule: supported, refuted, inconclusive, seeds."""
-    lines = ["| regime | looks | delta (sd) | rule | supported % | refuted % | mean seeds |",
-             "|" + "---|" * 7]
-    for (regime, top), res in results.items():
-        for e in EFFECTS:
-            for rule in RULES:
-                x = res[e][rule]
-                lines.append(f"| {regime} | {START}-{top} | {e:g} | {rule} | {_rate(x):.2f} | "
-                             f"{_rate(x, 'refuted'):.2f} | {x['seeds']:.2f} |")
-    return lines
-
-
-def corr_table(results: dict) -> list[str]:
-    """Information at the first look over the last's, and the correlation of the first and
-    last look's estimates: simulated, true, and what seed counts assume."""
-    lines = ["| regime | looks | information fraction at 3 seeds (seed count) | corr first-last:"
-             " simulated | true | seed count |", "|" + "---|" * 6]
-    for (regime, top), res in results.items():
-        cell = Cell(regime, top, 0.0)
-        info = cell.sd_at(top) ** 2 / cell.sd_at(START) ** 2
-        lines.append(f"| {regime} | {START}-{top} | {info:.2f} ({START / top:.2f}) | "
-                     f"{res[0.0]['corr']:.3f} | {math.sqrt(info):.3f} | "
-                     f"{math.sqrt(START / top):.3f} |")
-    return lines
-
-
-def tail_table(results: dict) -> list[str]:
-    """The calibrated p-value's real rate at small nominal levels, under the hardest null,
-    at the first two looks (the statistic each look's test rests on)."""
-    lines = ["| regime | seeds | " + " | ".join(f"P(p <= {100 * a:g}%) %" for a in TAIL)
-             + " |", "|" + "---|" * (2 + len(TAIL))]
-    for (regime, top), res in results.items():
-        if top != max(MAXIMA):
-            continue
-        for n, rates in res[0.0]["tail"].items():
-            lines.append(f"| {regime} | {n} | " + " | ".join(f"{100 * r:.2f}" for r in rates)
-                         + " |")
-    return lines
-
-
-def level_table() -> list[str]:
-    lines = ["| looks | rule | nominal one-sided level per look (%) |", "|---|---|---|"]
-    for top in MAXIMA:
-        looks = sq.plan_looks(START, top)
-        for rule in RULES[2:]:
-            if rule.endswith("+ planner"):
-                continue
-            lv = levels(rule, looks)
-            lines.append(f"| {START}-{top} | {rule} | "
-                         + ", ".join(f"{100 * a:.3f}" for a in lv) + " |")
-    return lines
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--studies", type=int, default=10_000, help="studies per null cell")
-    ap.add_argument("--power-studies", type=int, default=4_000,
-                    help="studies per cell with an effect")
-    ap.add_argument("--quick", action="store_true", help="2,000 and 1,000 studies")
-    ap.add_argument("--full", action="store_true", help="also one row per cell and rule")
-    args = ap.parse_args()
-    if args.quick:
-        args.studies, args.power_studies = 2_000, 1_000
-    t0 = time.perf_counter()
-    results: dict = {}
-    for regime in REGIMES:
-        for top in MAXIMA:
-            results[(regime, top)] = {
-                e: run_cell(Cell(regime, top, e), args.power_studies if e else args.studies)
-                for e in EFFECTS}
-            print(f"{regime}, {START}-{top} seeds: done", file=sys.stderr)
-    wall = time.perf_counter() - t0
-    out = ["Nominal one-sided level per look (%), alpha = 2.5%:", ""] + level_table()
-    out += ["", f"False supported % [95% Monte Carlo interval], hardest null, {args.studies} "
-            "studies per cell (bold: the whole interval above alpha):", ""]
-    out += null_table(results)
-    for e in EFFECTS[1:]:
-        out += ["", f"Power % / mean seeds per claim, delta = {e:g} sd of the estimate at the "
-                f"maximum seeds, {args.power_studies} studies per cell:", ""]
-        out += power_table(results, e)
-    out += ["", "Correlation of the looks:", ""] + corr_table(results)
-    out += ["", "Real rate of the calibrated p at small nominal levels (hardest null):", ""]
-    out += tail_table(results)
-    if args.full:
-        out += ["", "Every cell:", ""] + long_table(results)
-    out.append(f"\nwall time {wall:.0f} s")
-    print("\n".join(out))
-
-
-if __name__ == "__main__":
-    main()

@@ -234,33 +234,39 @@ def _t_levels(looks: Sequence[int], increments: Sequence[float], paths: int,
 
 BOUNDARIES = ("union", "normal", "t")
 T_PATHS, T_SEED = 1_000_000, 20260  # the simulated paths of the "t" boundary
+MIN_DECIDE = MIN_SEEDS  # looks with fewer seeds only add seeds (level 0)
 
 
 @functools.lru_cache(maxsize=64)
 def _levels(looks: tuple[int, ...], alpha: float, spending: str, boundary: str,
-            t_paths: int) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
-    """(cumulative, increments, levels), cached: the claims stage asks once per look."""
-    fractions = [n / looks[-1] for n in looks]
+            t_paths: int, min_decide: int
+            ) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    """(cumulative, increments, levels), cached: the claims stage asks once per look. Looks
+    before min_decide seeds spend nothing (level 0); the last look always decides."""
+    skip = min(sum(n < min_decide for n in looks), len(looks) - 1)
+    decide = looks[skip:]
+    fractions = [n / looks[-1] for n in decide]
     if spending == "bonferroni":
-        cumulative = [alpha * (k + 1) / len(looks) for k in range(len(looks))]
+        cumulative = [alpha * (k + 1) / len(decide) for k in range(len(decide))]
     else:
         cumulative = [spent(t, alpha, spending) for t in fractions]
         cumulative[-1] = alpha  # exactly, whatever the rounding
     increments = [c - p for c, p in zip(cumulative, [0.0, *cumulative[:-1]], strict=True)]
-    if spending == "bonferroni" or len(looks) == 1:  # the plain split: never refined
+    if spending == "bonferroni" or len(decide) == 1:  # the plain split: never refined
         levels = list(increments)
     elif boundary == "normal":
         levels = [float(special.ndtr(-z)) for z in _exact_z(fractions, increments)]
     elif boundary == "t":
-        levels = _t_levels(looks, increments, t_paths, T_SEED)
+        levels = _t_levels(decide, increments, t_paths, T_SEED)
     else:
         levels = list(increments)
-    return tuple(cumulative), tuple(increments), tuple(levels)
+    zero = (0.0,) * skip
+    return zero + tuple(cumulative), zero + tuple(increments), zero + tuple(levels)
 
 
 def boundaries(seeds_per_look: Sequence[int], alpha: float,
                spending: str = "obrien-fleming", *, boundary: str = "union",
-               t_paths: int = T_PATHS) -> list[Look]:
+               min_decide: int = MIN_DECIDE, t_paths: int = T_PATHS) -> list[Look]:
     """Every look of the plan with its spent error, nominal level and z boundary (the module
     docstring; `look_alphas` returns the levels alone)."""
     looks, alpha = _check_looks(seeds_per_look), _check_alpha(alpha)
@@ -269,8 +275,10 @@ def boundaries(seeds_per_look: Sequence[int], alpha: float,
         raise ValueError(f"unknown boundary {boundary!r}; expected one of {BOUNDARIES}")
     if _int("t_paths", t_paths) < 10_000:
         raise ValueError(f"t_paths must be at least 10000 simulated paths; got {t_paths}")
+    if _int("min_decide", min_decide) < MIN_SEEDS:
+        raise ValueError(f"min_decide must be at least {MIN_SEEDS} seeds; got {min_decide}")
     cumulative, increments, levels = _levels(tuple(looks), alpha, spending, boundary,
-                                             int(t_paths))
+                                             int(t_paths), int(min_decide))
     fractions = [n / looks[-1] for n in looks]
     zs = [float(-special.ndtri(a)) if a > 0 else math.inf for a in levels]
     return [Look(k, n, t, s, i, a, z) for k, (n, t, s, i, a, z) in enumerate(
@@ -279,12 +287,12 @@ def boundaries(seeds_per_look: Sequence[int], alpha: float,
 
 def look_alphas(seeds_per_look: Sequence[int], alpha: float,
                 spending: str = "obrien-fleming", *, boundary: str = "union",
-                t_paths: int = T_PATHS) -> list[float]:
+                min_decide: int = MIN_DECIDE, t_paths: int = T_PATHS) -> list[float]:
     """The nominal one-sided level of each look: at look k a member is supported when its
     p_support <= look_alphas[k], refuted when its p_refute <= the same level; each side's
     overall error across the looks stays <= alpha (module docstring)."""
     return [b.level for b in boundaries(seeds_per_look, alpha, spending, boundary=boundary,
-                                        t_paths=t_paths)]
+                                        min_decide=min_decide, t_paths=t_paths)]
 
 
 def t_critical(level: float, df: float) -> float:

@@ -1,0 +1,149 @@
+"""Seeds on demand, end to end: the false-decision rate, power and seeds used of deciding a
+claim at several looks as seeds are added (core/sequential.py), against the fixed designs and
+the naive procedure that decides every look at level alpha.
+
+bench/sequential_sim.py draws the studies and gives each one's path of calibrated p-values
+over the looks 3, 4, ..., max_seeds (one look per seed). Each rule then walks the path: at look
+k the claim is supported when p_support <= its level, refuted when p_refute <= its level, else
+it gets more seeds until the last look (inconclusive). Rules (sequential.look_alphas): the
+spending ("OF" O'Brien-Fleming, "Pocock", "Bonferroni"), the boundary (union, normal, t),
+"from n" (min_decide: the looks before n seeds only add seeds), "seed df" (the exact t boundary
+on p-values computed with the seed df n - 1 instead of the calibrated df: a different
+statistic, not the claims'), "+ planner" (also stops a claim early, inconclusive, when
+seed_planning says no seed count settles it). "fixed at n" decides once, at n seeds, at alpha:
+its power curve over n gives, for each rule, the smallest fixed design with at least the
+rule's power (the equal-power fixed n), from the same studies.
+
+    nice -n 10 .venv/bin/python bench/sequential.py [--quick] [--full]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import sequential_sim as sim  # noqa: E402
+from bench import sequential_tables as tables  # noqa: E402
+from workflow_scripts.core import sequential as sq  # noqa: E402
+
+TAIL_SEEDS = (3, 4, 5, 6)  # the seed counts whose tail the tail table shows
+
+
+@dataclass(frozen=True)
+class Rule:
+    label: str
+    spending: str = "obrien-fleming"  # or "fixed", "naive"
+    boundary: str = "union"
+    min_decide: int = sq.MIN_SEEDS
+    seed_df: bool = False  # p on the seed df (n - 1), not the calibrated df
+    planner: bool = False
+
+    def levels(self, looks: list[int]) -> list[float]:
+        if self.spending == "fixed":
+            return [0.0] * (len(looks) - 1) + [sim.ALPHA]
+        if self.spending == "naive":
+            return [sim.ALPHA] * len(looks)
+        return sq.look_alphas(looks, sim.ALPHA, self.spending, boundary=self.boundary,
+                              min_decide=self.min_decide)
+
+
+DEFAULT = Rule("**OF union (default)**")
+RULES = (
+    Rule("fixed at max", "fixed"), Rule("naive (alpha each look)", "naive"),
+    DEFAULT, Rule("OF union + planner", planner=True),
+    Rule("OF union from 4", min_decide=4), Rule("OF union from 5", min_decide=5),
+    Rule("OF normal", boundary="normal"), Rule("OF t", boundary="t"),
+    Rule("OF normal from 4", boundary="normal", min_decide=4),
+    Rule("OF t from 4", boundary="t", min_decide=4),
+    Rule("OF normal from 5", boundary="normal", min_decide=5),
+    Rule("OF t from 5", boundary="t", min_decide=5),
+    Rule("OF t, seed df", boundary="t", seed_df=True),
+    Rule("Pocock union", "pocock"), Rule("Pocock union from 5", "pocock", min_decide=5),
+    Rule("Pocock t", "pocock", "t"), Rule("Pocock t from 5", "pocock", "t", min_decide=5),
+    Rule("Pocock t, seed df", "pocock", "t", seed_df=True),
+    Rule("Bonferroni", "bonferroni"),
+)
+
+
+def walk(p: np.ndarray, far: np.ndarray, lv: list[float], looks: list[int], planner: bool):
+    """Verdicts (1 supported, -1 refuted, 0 inconclusive) and seeds used, per study, of a rule
+    with levels lv on the p_support paths p [studies, looks]. A level of 0 decides nothing."""
+    n = p.shape[0]
+    verdict, used = np.zeros(n, int), np.full(n, looks[-1])
+    open_ = np.ones(n, bool)
+    for k, (a, seeds) in enumerate(zip(lv, looks, strict=True)):
+        sup = open_ & (p[:, k] <= a) & (a > 0)
+        ref = open_ & ~sup & (1 - p[:, k] <= a) & (a > 0)
+        verdict[sup], verdict[ref] = 1, -1
+        stop = sup | ref
+        if planner and k < len(looks) - 1:
+            stop |= open_ & ~stop & far[:, k]
+        used[stop] = seeds
+        open_ &= ~stop
+    return verdict, used
+
+
+def run_cell(cell: sim.Cell, studies: int, chunk: int = 1000) -> dict:
+    rng = cell.rng()
+    looks = sq.plan_looks(sim.START, cell.max_seeds)
+    paths, seed_paths, fars, z_first_last = [], [], [], []
+    done = 0
+    while done < studies:
+        d = sim.draw(cell, rng, min(chunk, studies - done))
+        if done == 0:
+            sim.check_against_core(d[:sim.CHECKED], looks)
+        stats_ = [sim.paired_stats(d[:, :n]) for n in looks]
+        paths.append(np.stack([sim.p_support(s) for s in stats_], axis=1))
+        seed_paths.append(np.stack([sim.p_seed_df(s) for s in stats_], axis=1))
+        fars.append(np.stack([sim.unreachable(s) for s in stats_], axis=1))
+        z_first_last.append(np.stack([(s["estimate"] - cell.delta()) / cell.sd_at(s["seeds"])
+                                      for s in (stats_[0], stats_[-1])], axis=1))
+        done += len(d)
+    p, p_seed, far = np.concatenate(paths), np.concatenate(seed_paths), np.concatenate(fars)
+    z = np.concatenate(z_first_last)
+    out = {"looks": looks, "corr": float(np.corrcoef(z.T)[0, 1]),
+           "tail": {n: [float(np.mean(p[:, k] <= a)) for a in tables.TAIL]
+                    for k, n in enumerate(looks) if n in TAIL_SEEDS},
+           "fixed_at": {n: float(np.mean(p[:, k] <= sim.ALPHA)) for k, n in enumerate(looks)}}
+    for rule in RULES:
+        verdict, used = walk(p_seed if rule.seed_df else p, far, rule.levels(looks), looks,
+                             rule.planner)
+        out[rule.label] = {"supported": int((verdict == 1).sum()),
+                           "refuted": int((verdict == -1).sum()), "n": len(verdict),
+                           "seeds": float(used.mean()),
+                           "p90": float(np.quantile(used, 0.9, method="inverted_cdf"))}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--studies", type=int, default=10_000, help="studies per null cell")
+    ap.add_argument("--power-studies", type=int, default=4_000,
+                    help="studies per cell with an effect")
+    ap.add_argument("--quick", action="store_true", help="2,000 and 1,000 studies")
+    ap.add_argument("--full", action="store_true", help="also one row per cell and rule")
+    args = ap.parse_args()
+    if args.quick:
+        args.studies, args.power_studies = 2_000, 1_000
+    t0 = time.perf_counter()
+    results: dict = {}
+    for regime in sim.REGIMES:
+        for top in sim.MAXIMA:
+            results[(regime, top)] = {
+                e: run_cell(sim.Cell(regime, top, e), args.power_studies if e else args.studies)
+                for e in sim.EFFECTS}
+            print(f"{regime}, {sim.START}-{top} seeds: done", file=sys.stderr)
+    wall = time.perf_counter() - t0
+    out = tables.report(results, RULES, DEFAULT.label, args)
+    out.append(f"\nwall time {wall:.0f} s")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
