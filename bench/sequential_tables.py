@@ -134,7 +134,7 @@ def level_table(rules) -> list[str]:
     return lines
 
 
-def report(results: dict, rules, default: str, args) -> list[str]:
+def report(results: dict, rules, compared, args) -> list[str]:
     legend = ("cells: S seeds dominate, B balanced, E examples dominate; looks from "
               f"{START} seeds to the maximum, one per seed")
     out = ["Nominal one-sided level per look (%), alpha = 2.5%:", ""] + level_table(rules)
@@ -145,8 +145,9 @@ def report(results: dict, rules, default: str, args) -> list[str]:
         out += ["", f"Power % / mean seeds per claim, delta = {e:g} sd of the estimate at the "
                 f"maximum seeds, {args.power_studies} studies per cell:", ""]
         out += power_table(results, rules, e)
-    out += ["", f"{default} against the fixed designs (the smallest fixed seed count with at "
-            "least its power, from the same studies):", ""] + compare_table(results, default)
+    for label in compared:
+        out += ["", f"{label} against the fixed designs (the smallest fixed seed count with at "
+                "least its power, from the same studies):", ""] + compare_table(results, label)
     out += ["", "Correlation of the looks:", ""] + corr_table(results)
     out += ["", "Real rate of the calibrated p at small nominal levels (hardest null):", ""]
     out += tail_table(results)

@@ -172,6 +172,31 @@ def test_exact_levels_are_at_least_the_increments(spending):
     assert all(e <= ALPHA for e in exact)
 
 
+@pytest.mark.parametrize("boundary", sq.BOUNDARIES)
+def test_min_decide_only_adds_seeds_before_it(boundary):
+    """Looks before min_decide seeds decide nothing (level 0, nothing spent); the rest are the
+    plan of the deciding looks alone (fractions still n / n_max)."""
+    looks = [3, 4, 5, 6]
+    got = sq.look_alphas(looks, ALPHA, boundary=boundary, min_decide=5, t_paths=50_000)
+    alone = sq.look_alphas([5, 6], ALPHA, boundary=boundary, t_paths=50_000)
+    assert got == [0.0, 0.0, *alone]
+    assert alone[0] == pytest.approx(sq.spent(5 / 6, ALPHA), rel=1e-12)  # all spent at 5
+    b = sq.boundaries(looks, ALPHA, boundary=boundary, min_decide=5, t_paths=50_000)
+    assert [x.spent for x in b[:2]] == [0.0, 0.0] and b[0].z == math.inf
+    assert b[-1].spent == ALPHA
+    if boundary == "union":
+        assert sum(got) == pytest.approx(ALPHA, rel=1e-12)
+
+
+def test_min_decide_past_the_maximum_is_the_fixed_design():
+    assert sq.look_alphas([3, 4], ALPHA, min_decide=5) == [0.0, ALPHA]
+    assert sq.look_alphas([3, 4], ALPHA, min_decide=3) == sq.look_alphas([3, 4], ALPHA)
+    with pytest.raises(ValueError, match="min_decide must be at least 2"):
+        sq.look_alphas([3, 4], ALPHA, min_decide=1)
+    with pytest.raises(ValueError, match="min_decide must be an integer"):
+        sq.look_alphas([3, 4], ALPHA, min_decide=4.0)
+
+
 def test_boundaries_report_the_path():
     b = sq.boundaries([3, 4, 5, 6], ALPHA)
     assert [x.seeds for x in b] == [3, 4, 5, 6]

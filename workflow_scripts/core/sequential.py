@@ -223,8 +223,9 @@ def _t_levels(looks: Sequence[int], increments: Sequence[float], paths: int,
             level = inc  # the first look's t is exact at its increment
         else:
             count = int(round(inc * paths))
-            candidates = np.sort(p[alive])
-            level = float(candidates[count - 1]) if 0 < count <= len(candidates) else inc
+            candidates = p[alive]
+            level = (float(np.partition(candidates, count - 1)[count - 1])
+                     if 0 < count <= len(candidates) else inc)  # the count-th smallest
         level = max(level, inc)
         levels.append(level)
         alive &= p > level
