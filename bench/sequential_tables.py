@@ -77,7 +77,7 @@ def compare_table(results: dict, label: str) -> list[str]:
             eq = (f"{n} | {100 * res[e]['fixed_at'][n]:.1f} | {n - x['seeds']:+.2f}"
                   if n is not None else f"> {top} | - | -")
             lines.append(f"| {regime} | {START}-{top} | {e:g} | {100 * res[e]['fixed_at'][top]:.1f}"
-                         f" | {100 * power:.1f} | {x['seeds']:.2f} | {x['p90']:.0f} | {eq} |")
+                         f" | {_rate(x):.1f} | {x['seeds']:.2f} | {x['p90']:.0f} | {eq} |")
     return lines
 
 
