@@ -7,7 +7,9 @@ over the looks 3, 4, ..., max_seeds (one look per seed). Each rule then walks th
 k the claim is supported when p_support <= its level, refuted when p_refute <= its level, else
 it gets more seeds until the last look (inconclusive). Rules (sequential.look_alphas): the
 spending ("OF" O'Brien-Fleming, "Pocock", "Bonferroni"), the boundary (union, normal, t),
-"from n" (min_decide: the looks before n seeds only add seeds), "seed df" (the exact t boundary
+"from n" (min_decide: the looks before n seeds only add seeds), "union before 5, t from 5"
+(the union levels at 3 and 4 seeds, the t boundary of the later looks as one block spending
+their increments: valid by the union bound over the two blocks), "seed df" (the exact t boundary
 on p-values computed with the seed df n - 1 instead of the calibrated df: a different
 statistic, not the claims'), "+ planner" (also stops a claim early, inconclusive, when
 seed_planning says no seed count settles it). "fixed at n" decides once, at n seeds, at alpha:
@@ -20,6 +22,7 @@ rule's power (the equal-power fixed n), from the same studies.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from dataclasses import dataclass
@@ -43,14 +46,26 @@ class Rule:
     min_decide: int = sq.MIN_SEEDS
     seed_df: bool = False  # p on the seed df (n - 1), not the calibrated df
     planner: bool = False
+    t_from: int = 0  # > 0: union levels before this many seeds, the t boundary from there
 
     def levels(self, looks: list[int]) -> list[float]:
         if self.spending == "fixed":
             return [0.0] * (len(looks) - 1) + [sim.ALPHA]
         if self.spending == "naive":
             return [sim.ALPHA] * len(looks)
-        return sq.look_alphas(looks, sim.ALPHA, self.spending, boundary=self.boundary,
-                              min_decide=self.min_decide)
+        lv = sq.look_alphas(looks, sim.ALPHA, self.spending, boundary=self.boundary,
+                            min_decide=self.min_decide)
+        k = sum(n < self.t_from for n in looks)
+        if 0 < k < len(looks):  # the later looks as one block, spending their increments
+            lv[k:] = _block_t(tuple(looks[k:]), tuple(lv[k:]))
+        return lv
+
+
+@functools.lru_cache(maxsize=16)
+def _block_t(looks: tuple[int, ...], increments: tuple[float, ...]) -> list[float]:
+    """The t boundary of a block of looks spending these increments (cached: every cell of a
+    plan asks for the same)."""
+    return sq._t_levels(looks, increments, sq.T_PATHS, sq.T_SEED)
 
 
 DEFAULT = Rule("**OF union (default)**")
@@ -63,6 +78,7 @@ RULES = (
     Rule("OF t from 4", boundary="t", min_decide=4),
     Rule("OF t from 5", boundary="t", min_decide=5),
     Rule("OF t, seed df", boundary="t", seed_df=True),
+    Rule("OF union before 5, t from 5", t_from=5),
     Rule("Pocock union", "pocock"), Rule("Pocock t", "pocock", "t"),
     Rule("Pocock t from 5", "pocock", "t", min_decide=5), Rule("Bonferroni", "bonferroni"),
 )
