@@ -308,7 +308,8 @@ def look_alphas(seeds_per_look: Sequence[int], alpha: float,
                 min_decide: int = MIN_DECIDE, t_paths: int = T_PATHS) -> list[float]:
     """The nominal one-sided level of each look: at look k a member is supported when its
     p_support <= look_alphas[k], refuted when its p_refute <= the same level; each side's
-    overall error across the looks stays <= alpha (module docstring)."""
+    overall error across the looks stays <= alpha (module docstring). A level of 0 (a look
+    before min_decide) decides nothing, not even a p of exactly 0."""
     return [b.level for b in boundaries(seeds_per_look, alpha, spending, boundary=boundary,
                                         min_decide=min_decide, t_paths=t_paths)]
 
