@@ -7,7 +7,7 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 sys.path.insert(0, workflow.basedir)
-from workflow_scripts.study_config import check_config
+from workflow_scripts.study_config import check_config, job_environment
 
 # The embedded default, unless `--configfile` names the config(s) to run: those replace it
 # (Snakemake would otherwise merge mappings such as `recipes:` key by key into the default's).
@@ -20,6 +20,8 @@ if not workflow.overwrite_configfiles:
 # One check, before any job: messages name the key; then the schemas' defaults are filled in.
 try:
     check_config(config)
+    # A hub base model: cached, the jobs run offline; neither cached nor reachable, stop.
+    os.environ.update(job_environment(config))
 except ValueError as e:
     raise WorkflowError(str(e)) from None
 # A config holds one or both studies: the bi-encoder depth study (`recipes:` and its keys)

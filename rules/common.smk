@@ -85,7 +85,7 @@ if HAS_BIENCODER:
         "pareto",
         "quality_vs_compute",
     ]
-    if len(RECIPES) < 2:  # one training budget: no budget effect to draw
+    if BUDGET_PAIR[0] == BUDGET_PAIR[1]:  # one recipe: no budget effect to draw
         FIGURES.remove("per_benchmark_degradation")
     # Recipes with a learning curve (eval_steps), in budget order.
     CURVE_RECIPES = [r for r in BUDGET_ORDER if RECIPES[r]["eval_steps"]]

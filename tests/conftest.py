@@ -94,6 +94,18 @@ def arch_model(tmp_path_factory):
     return get
 
 
+@pytest.fixture(scope="session")
+def paper_hub_env(tmp_path_factory, tiny_model) -> dict[str, str]:
+    """The environment of a machine whose Hugging Face cache holds config/paper.yaml's
+    bert-base-uncased (a stand-in: the tiny model with bert-base's 12 layers in its config,
+    all a dry run reads), offline: its plan needs no network (biencoder/model/hub.py)."""
+    from tiny_models import hub_cache
+
+    cache = hub_cache(tmp_path_factory.mktemp("hf") / "hub", "bert-base-uncased", tiny_model,
+                      num_hidden_layers=12)
+    return {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+
+
 # What a user's clone needs to run the workflow (copy_workflow).
 WORKFLOW_PARTS = ("Snakefile", "rules", "workflow_scripts", "config", "envs", "profiles",
                   "docs/report")
@@ -126,10 +138,11 @@ def copy_workflow(dest) -> Path:
     return dest
 
 
-def snakemake(workdir, *args, check=True, timeout=900) -> subprocess.CompletedProcess:
+def snakemake(workdir, *args, check=True, timeout=900, env=None) -> subprocess.CompletedProcess:
     """Run the workflow in `workdir` (outputs land there, not in the repo): the workflow
-    copy there if it has one (copy_workflow), else the repository's."""
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    copy there if it has one (copy_workflow), else the repository's. `env`: variables to
+    set for it."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", **(env or {})}
     workdir = Path(workdir)
     snakefile = workdir / "Snakefile" if (workdir / "Snakefile").exists() else ROOT / "Snakefile"
     cmd = [*SNAKEMAKE, "-s", str(snakefile), "--directory", str(workdir), *args]

@@ -109,3 +109,25 @@ def test_the_data_jobs_rerun_when_the_encoders_view_changes():
         assert (s.max_seq_length, s.base_model) == (32, MODEL)
         longer = cls.from_config({**cfg, "max_seq_length": 64}, **name)
         assert longer.to_json() != s.to_json()
+
+
+def test_a_left_truncating_tokenizer_keeps_the_last_tokens(tmp_path, view32):
+    """A model saved with truncation_side left sees a long text's end: the view is the
+    saved tokenizer's own (transformers'), not the first tokens."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    folder = tmp_path / "left"
+    shutil.copytree(encoder_view.model_folder(MODEL), folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config,
+                                                              "truncation_side": "left"}))
+    view = encoder_view.tokenizer(str(folder), 32)
+    texts = [f"one start {HEAD}", f"another start {HEAD}", f"{HEAD} one end"]
+    a, b, c = view(texts)
+    assert a == b != c and len(a) == 32 and view.kept == "last" and view32.kept == "first"
+    auto = AutoTokenizer.from_pretrained(str(folder))
+    assert [list(v) for v in view(texts)] == auto(texts, truncation=True,
+                                                  max_length=32)["input_ids"]
+    assert view32(texts)[0] != a  # the default cuts the other end

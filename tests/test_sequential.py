@@ -155,6 +155,8 @@ def test_t_boundary_spends_alpha_for_the_sequential_t_test():
 def test_boundary_is_checked():
     with pytest.raises(ValueError, match="unknown boundary 'exact'"):
         sq.look_alphas([3, 4], ALPHA, boundary="exact")
+    with pytest.raises(ValueError, match="t_paths must be at least 10000"):
+        sq.look_alphas([3, 4], ALPHA, boundary="t", t_paths=100)
 
 
 @pytest.mark.parametrize("spending", ["obrien-fleming", "pocock"])
@@ -168,6 +170,31 @@ def test_exact_levels_are_at_least_the_increments(spending):
     assert all(e >= u * (1 - 1e-9) for e, u in zip(exact, union, strict=True))
     assert exact[-1] > 1.5 * union[-1]
     assert all(e <= ALPHA for e in exact)
+
+
+@pytest.mark.parametrize("boundary", sq.BOUNDARIES)
+def test_min_decide_only_adds_seeds_before_it(boundary):
+    """Looks before min_decide seeds decide nothing (level 0, nothing spent); the rest are the
+    plan of the deciding looks alone (fractions still n / n_max)."""
+    looks = [3, 4, 5, 6]
+    got = sq.look_alphas(looks, ALPHA, boundary=boundary, min_decide=5, t_paths=50_000)
+    alone = sq.look_alphas([5, 6], ALPHA, boundary=boundary, t_paths=50_000)
+    assert got == [0.0, 0.0, *alone]
+    assert alone[0] == pytest.approx(sq.spent(5 / 6, ALPHA), rel=1e-12)  # all spent at 5
+    b = sq.boundaries(looks, ALPHA, boundary=boundary, min_decide=5, t_paths=50_000)
+    assert [x.spent for x in b[:2]] == [0.0, 0.0] and b[0].z == math.inf
+    assert b[-1].spent == ALPHA
+    if boundary == "union":
+        assert sum(got) == pytest.approx(ALPHA, rel=1e-12)
+
+
+def test_min_decide_past_the_maximum_is_the_fixed_design():
+    assert sq.look_alphas([3, 4], ALPHA, min_decide=5) == [0.0, ALPHA]
+    assert sq.look_alphas([3, 4], ALPHA, min_decide=3) == sq.look_alphas([3, 4], ALPHA)
+    with pytest.raises(ValueError, match="min_decide must be at least 2"):
+        sq.look_alphas([3, 4], ALPHA, min_decide=1)
+    with pytest.raises(ValueError, match="min_decide must be an integer"):
+        sq.look_alphas([3, 4], ALPHA, min_decide=4.0)
 
 
 def test_boundaries_report_the_path():
@@ -211,8 +238,8 @@ def test_union_levels_hold_alpha_where_looking_at_alpha_does_not():
     """End to end with the calibrated statistic (calibrated.compare, paired, as the claims
     decide a difference): 600 studies of 3 -> 6 seeds where seeds carry most of the variance
     (seed sd 0.02 per arm, 300 examples), true difference at the threshold 0. Deciding every
-    look at alpha gives false "supported" about 6% of the time (bench/sequential.py: 6.0% of
-    10,000); the O'Brien-Fleming union levels about 2.1%. This generator: 36 and 10."""
+    look at alpha gives false "supported" about 6% of the time (bench/sequential.py: 6.2% of
+    20,000); the O'Brien-Fleming union levels about 2.2%. This generator: 36 and 10."""
     rng = np.random.default_rng(32)
     looks = sq.plan_looks(3, 6)
     levels = sq.look_alphas(looks, ALPHA)

@@ -25,9 +25,10 @@ def job_resources(output: str) -> list[tuple[str, str]]:
     return jobs
 
 
-def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path):
+def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path,
+                                                                       paper_hub_env):
     proc = snakemake(tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"),
-                     "--configfile", str(ROOT / "config/paper.yaml"))
+                     "--configfile", str(ROOT / "config/paper.yaml"), env=paper_hub_env)
     out = proc.stdout + proc.stderr
     counts = job_counts(out)
     assert counts["train"] == 26 and "evaluate_trained" not in counts

@@ -327,9 +327,11 @@ def test_dry_run_lists_every_job_of_the_default_config(tmp_path):
         assert counts.get(rule, 0) == n, (rule, counts)
     assert counts["evaluate_steps"] == 27  # long: 3 depths x 3 seeds x 3 benchmarks
     assert counts["train"] == 7  # batch_seeds: (short, long) x 3 depths + short's adaptive3
-    # ...each job training its 3 seeds in turn, a folder each
-    train_job = proc.stdout.split("--strategy top --depth 3 ")[1].split("\n")[0]
-    assert "--seed 42 43 44 " in train_job
+    # ...each job training its 3 seeds in turn, a folder each (long's at depth 3: the dry
+    # run lists the jobs in no fixed order)
+    train_job = next(line for line in proc.stdout.splitlines()
+                     if "biencoder.train " in line and "--out checkpoints/long/top3/" in line)
+    assert "--strategy top --depth 3 --seed 42 43 44 " in train_job
     assert ("--out checkpoints/long/top3/seed42 checkpoints/long/top3/seed43 "
             "checkpoints/long/top3/seed44 " in train_job)
     assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
@@ -377,9 +379,9 @@ def test_a_config_may_hold_only_one_study(tmp_path):
     assert counts["claims"] == 1 and counts["claims_figure"] == 1
 
 
-def test_paper_config_lists_exactly_the_papers_jobs(tmp_path):
+def test_paper_config_lists_exactly_the_papers_jobs(tmp_path, paper_hub_env):
     proc = snakemake(tmp_path, "-n", "--cores", "8", "--configfile",
-                     str(ROOT / "config/paper.yaml"))
+                     str(ROOT / "config/paper.yaml"), env=paper_hub_env)
     counts = job_counts(proc.stdout + proc.stderr)
     # A: 1 seed, B-D: 3 seeds, E: 1 seed; x 4 depths; B-D's two train-once arms: 3 each
     assert counts["train"] == 20 + 2 * 3

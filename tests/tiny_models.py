@@ -135,3 +135,22 @@ def make_tiny_model(out_dir, *, model_type: str = "bert", layers: int = 3, hidde
         modules = [transformer, Pooling(hidden, pooling)] + ([Normalize()] if normalize else [])
         SentenceTransformer(modules=modules, device="cpu").save(str(tmp))
     return Path(out_dir)
+
+
+def hub_cache(cache, repo_id: str, folder, **config) -> Path:
+    """A Hugging Face hub cache (`cache`, what HF_HUB_CACHE names) holding model `folder` as
+    the main revision of `repo_id`, in huggingface_hub's layout
+    (models--ORG--NAME/refs/main, snapshots/COMMIT/); `config` overrides keys of its
+    config.json (a dry run reads only that). Returns `cache`."""
+    import json
+    import shutil
+
+    repo = Path(cache) / ("models--" + repo_id.replace("/", "--"))
+    snapshot = repo / "snapshots" / ("0" * 40)
+    shutil.copytree(folder, snapshot)
+    if config:
+        saved = json.loads((snapshot / "config.json").read_text())
+        (snapshot / "config.json").write_text(json.dumps({**saved, **config}))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    return Path(cache)

@@ -1,10 +1,11 @@
 """The config check the Snakefile runs: core's schemas, cross-key rules and defaults
 (core/configcheck.py), plus each study's checks of the config against what it names: the base
-model's layer count (the bi-encoder's layer registry) and the claims against the grid.
+model's layer count (the bi-encoder's layer registry) and the claims against the grid; and,
+for the Snakefile, whether a hub base model is cached or the hub reachable (job_environment).
 
 The one module above core and the studies: core imports no study, so the composition lives
 here. Light imports only (json, importlib; the layer registry and the claims parser import
-nothing heavy), so `snakemake -n` stays fast.
+nothing heavy; huggingface_hub only for a hub id), so `snakemake -n` stays fast.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ import importlib
 import json
 from pathlib import Path
 
-from workflow_scripts.biencoder.model import architectures
+from workflow_scripts.biencoder.model import architectures, hub
 from workflow_scripts.core import configcheck
 
 
 def _model_config(config: dict) -> tuple[str, Path, dict | None]:
-    """base_model, its config.json's path and contents where on disk (a `package:` model or
-    a local folder; None for a hub id, or a package that does not import)."""
+    """base_model, its config.json's path and contents where on disk (a `package:` model, a
+    local folder, a hub id in the Hugging Face cache; None for another hub id, or a package
+    that does not import)."""
     spec = str(config["base_model"])
     return (spec, *_read_model_config(spec))
 
@@ -33,6 +35,8 @@ def _read_model_config(spec: str) -> tuple[Path, dict | None]:
             folder = Path(importlib.import_module(spec.split(":", 1)[1]).get_model_path())
         except (ImportError, AttributeError):
             return folder, None  # the jobs say what is wrong with the package
+    elif hub.is_hub_id(spec):
+        folder = hub.cached_config_folder(spec) or folder
     path = folder / "config.json"
     try:
         return path, json.loads(path.read_text(encoding="utf-8"))
@@ -52,8 +56,8 @@ def base_layers(config: dict) -> int:
 
 def depth_errors(config: dict) -> list[str]:
     """Depths beyond the base model's layer count, and an architecture outside the layer
-    registry, where its config.json is on disk (a `package:` model or a local folder); a
-    hub id is checked by its first job."""
+    registry, where its config.json is on disk (a `package:` model, a local folder, a hub
+    id in the cache); a hub id the jobs download is checked by its first job."""
     spec, path, model_config = _model_config(config)
     if model_config is None:
         return []
@@ -88,3 +92,11 @@ def check_config(config: dict) -> None:
     """Raise ValueError listing every problem of `config` (each naming its key); on success
     fill in the schemas' defaults."""
     configcheck.check_config(config, wing_checks=(claim_errors, biencoder_errors))
+
+
+def job_environment(config: dict) -> dict[str, str]:
+    """What the jobs' environment needs for the base model, checked before any job (the
+    Snakefile sets it): HF_HUB_OFFLINE=1 for a hub id in the Hugging Face cache, so that no
+    job tries the network. A hub id neither cached nor reachable raises ValueError, one
+    message saying how to get it (biencoder/model/hub.py)."""
+    return hub.job_environment(str(config["base_model"])) if "recipes" in config else {}

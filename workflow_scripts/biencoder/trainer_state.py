@@ -32,7 +32,10 @@ def data_identity(path, rows: int) -> dict:
 
 def base_identity(spec: str) -> dict:
     """What the base model spec named when it ran: for a package spec the package's version;
-    for a folder (a package's too) a sha256 over its files; a hub id is its name only."""
+    for a folder (a package's too) a sha256 over its files; for a hub id the commit of the
+    snapshot in the Hugging Face cache (what loaded it, after loading) and the sha256 of
+    that snapshot."""
+    from workflow_scripts.biencoder.model import hub
     from workflow_scripts.biencoder.model.truncation import resolve_model_path
 
     out = {"spec": spec}
@@ -43,6 +46,9 @@ def base_identity(spec: str) -> dict:
         dists = metadata.packages_distributions().get(module.split(".")[0], [module])
         out["package"] = {"name": dists[0], "version": metadata.version(dists[0])}
     folder = Path(resolve_model_path(spec))
+    if hub.is_hub_id(spec) and (snapshot := hub.cached_config_folder(spec)):
+        out["revision"] = snapshot.name
+        folder = snapshot
     if folder.is_dir():
         h = hashlib.sha256()
         for f in sorted(p for p in folder.rglob("*") if p.is_file()):

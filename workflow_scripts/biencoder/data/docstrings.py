@@ -257,13 +257,14 @@ def package_versions(packages) -> dict[str, str]:
     return {p: importlib.metadata.version(DIST_NAME.get(p, p)) for p in packages}
 
 
-def data_card(kind: str, packages, counts: dict, params: dict) -> str:
+def data_card(kind: str, packages, counts: dict, params: dict, kept: str = "first") -> str:
+    """`kept`: which tokens of a long text the encoder sees (encoder_view.tokenizer)."""
     lines = [f"# Data card: {kind}", "",
              "Generated on this machine from the docstrings of installed packages",
              "(query = an object's one-line summary, document = the rest of its docstring,",
              "prose only, cut at the Examples section and at "
              f"{MAX_BODY_WORDS} words). Pairs are distinct in full text and as the encoder",
-             "sees them: no two share a summary's or a document's first "
+             f"sees them: no two share a summary's or a document's {kept} "
              f"{params['max_seq_length']}",
              f"tokens under the tokenizer of {params['base_model']}.", "",
              "| source package | version |", "|---|---|"]
@@ -312,8 +313,8 @@ def main(argv=None) -> None:
     # Distinct as the encoder sees them: no two documents tie on every query, no hard
     # negative is its own positive.
     kept = encoder_view.distinct(pairs, view)
-    dropped[f"sharing their first {s.max_seq_length} tokens with another pair (dropped)"] = (
-        len(pairs) - len(kept))
+    dropped[f"sharing their {view.kept} {s.max_seq_length} tokens with another pair "
+            "(dropped)"] = len(pairs) - len(kept)
     pairs = kept
     if len(pairs) < min_pairs:
         sys.exit(f"{s.packages}: only {len(pairs)} usable docstring pairs, "
@@ -333,7 +334,8 @@ def main(argv=None) -> None:
         contracts.write_parquet(args.out, df)
         counts = {**dropped, "usable pairs": len(pairs), "triples": len(df)}
         card = Path(args.out).with_suffix(".DATACARD.md")
-    contracts.write_text(card, data_card(args.kind, s.packages, counts, params))
+    contracts.write_text(card, data_card(args.kind, s.packages, counts, params,
+                                         kept=view.kept))
     print(f"{args.out}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 

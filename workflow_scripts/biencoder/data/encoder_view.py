@@ -1,9 +1,10 @@
-"""What the encoder sees of a text: the ids of its first `max_seq_length` tokens under the
-base model's tokenizer, as training and evaluation truncate it (biencoder/model/encoder.py
-reads the same tokenizer.json with the same truncation). Two docstrings that differ only
-after that cut are one input to the model: as documents of one benchmark they tie on every
-query, and the tie is broken by the document id; as training texts a hard negative can be
-its own positive.
+"""What the encoder sees of a text: the ids of the `max_seq_length` tokens it keeps under the
+base model's tokenizer, as training and evaluation truncate it: the first ones, or the last
+for a tokenizer saved with `truncation_side: left` (core/tokenizer_sides.py, which
+biencoder/model/encoder.py reads the same tokenizer.json with). Two docstrings that differ
+only in what that cut drops are one input to the model: as documents of one benchmark they
+tie on every query, and the tie is broken by the document id; as training texts a hard
+negative can be its own positive.
 
 The base model's folder is resolved here as biencoder/model/truncation.py does (a data
 stage imports no other biencoder subpackage): `package:MODULE` is the module's
@@ -32,20 +33,34 @@ def model_folder(base_model: str) -> str:
 
 
 def tokenizer(base_model: str, max_seq_length: int) -> Tokenize:
-    """texts -> the token ids the encoder sees of each (special tokens included)."""
+    """texts -> the token ids the encoder sees of each (special tokens included). The
+    function's `kept` says which tokens of a long text those are: "first", or "last" for a
+    tokenizer saved with truncation_side left."""
     folder = Path(model_folder(base_model))
     if (folder / "tokenizer.json").exists():  # the lean encoders' tokenizer, a light import
         from tokenizers import Tokenizer
 
-        tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        tok.enable_truncation(max_length=max_seq_length)
-        tok.no_padding()
-        return lambda texts: [tuple(e.ids) for e in tok.encode_batch(list(texts))]
-    from transformers import AutoTokenizer
+        from workflow_scripts.core import tokenizer_sides
 
-    auto = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
-    return lambda texts: [tuple(ids) for ids in auto(list(texts), truncation=True,
-                                                      max_length=max_seq_length)["input_ids"]]
+        tok = tokenizer_sides.configure(Tokenizer.from_file(str(folder / "tokenizer.json")),
+                                        folder, max_seq_length)  # no padding
+
+        def view(texts):
+            return [tuple(e.ids) for e in tok.encode_batch(list(texts))]
+
+        side = tok.truncation["direction"]
+    else:
+        from transformers import AutoTokenizer
+
+        auto = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+
+        def view(texts):
+            return [tuple(ids) for ids in auto(list(texts), truncation=True,
+                                               max_length=max_seq_length)["input_ids"]]
+
+        side = auto.truncation_side
+    view.kept = "last" if side == "left" else "first"
+    return view
 
 
 def distinct(pairs: Sequence[TextPair], keys: Callable[[Sequence[str]], list]) -> list:

@@ -68,6 +68,8 @@ def long_text(seq_len: int) -> str:
 
 
 def fixed_batch(tokenizer, batch_size: int, seq_len: int) -> dict:
+    """`tokenizer`: the model's own (transformers'), so its saved truncation side applies, as
+    in encode(); every text fills `seq_len`, so no padding side does."""
     enc = tokenizer([long_text(seq_len)] * batch_size, padding="max_length", truncation=True,
                     max_length=seq_len, return_tensors="pt")
     return dict(enc)

