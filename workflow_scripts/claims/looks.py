@@ -8,9 +8,10 @@ looks). At look k every driving claim still open is decided at its arms' seeds o
 with level alpha_k (claims/decide.py, the claims' own tests); then each open claim either
 
   is decided (supported or refuted): frozen, its verdict that of this look;
-  cannot be decided by seeds: the examples limit it (the planner finds no seed count), or
-      the planner needs more seeds than the budget: frozen inconclusive, with the reason;
-  stays open: its trained arms get the next look's seeds.
+  cannot be decided by seeds: the examples limit it (core/seed_planning.py finds no seed
+      count that would settle it): frozen inconclusive, with the reason;
+  stays open: its trained arms get the next look's seeds (the planner's estimate of the
+      seeds it needs is reported, not used: from a few seeds it is too noisy to stop on).
 
 The last planned look decides what is open, inconclusive if not settled (budget spent). A
 look with no claim left open stops. Each look writes one JSON document: the plan, every
@@ -73,9 +74,6 @@ def _state(verdict: str, need: float, k: int, seeds: list[int], budget: int) -> 
         return "examples limit", ("no seeds added: more seeds alone would not settle it "
                                   f"(seeds to settle it: {notation.UNREACHABLE}, the "
                                   "examples limit it)")
-    if need > budget:
-        return "over budget", (f"no seeds added: the planner needs {need:.0f} seeds per arm, "
-                               f"beyond the budget of {budget}")
     return "open", f"{seeds[k + 1]} seeds per arm at look {k + 1} (planner: {need:.0f})"
 
 
