@@ -19,6 +19,7 @@ CLAIM_OUTPUTS = ["results/claims.parquet", "results/claims.md", *CLAIM_FIGURES]
 ADAPTIVE_SEEDS = bool(config.get("adaptive_seeds")) and HAS_BIENCODER
 if ADAPTIVE_SEEDS:
 
+    include: "looks_plan.smk"
     include: "looks.smk"
 
     CLAIM_OUTPUTS.append(LOOKS_TABLE)
