@@ -22,7 +22,7 @@ checkpoint claims_look:
     params:
         settings=settings_json("Claims"),
         grid=json.dumps(CLAIM_GRID.to_dict(), sort_keys=True),
-        adaptive=json.dumps(ADAPTIVE, sort_keys=True),
+        adaptive=settings_json("Looks"),
         previous=lambda wc, input: (
             "--previous " + " ".join(input.previous) if input.previous else ""
         ),

@@ -37,7 +37,7 @@ import pandas as pd
 from workflow_scripts.claims import adaptive, decide, spec
 from workflow_scripts.claims import data as claims_data
 from workflow_scripts.core import contracts, notation, sequential
-from workflow_scripts.core.settings import Claims
+from workflow_scripts.core.settings import Claims, Looks
 
 DECIDED = ("supported", "refuted")
 # Per (look, member): the seeds per trained arm, the look's boundary, the statistic.
@@ -166,7 +166,7 @@ def main(argv=None) -> None:
                                  description="One look of seeds on demand, or gather them.")
     ap.add_argument("--settings-json", help="core/settings.py Claims as JSON")
     ap.add_argument("--grid-json", help="claims/spec.py Grid as JSON")
-    ap.add_argument("--adaptive-json", help="the config's adaptive_seeds as JSON")
+    ap.add_argument("--adaptive-json", help="core/settings.py Looks as JSON")
     ap.add_argument("--look", type=int)
     ap.add_argument("--previous", help="the previous look's document (looks after the first)")
     ap.add_argument("--results", default="results")
@@ -184,8 +184,9 @@ def main(argv=None) -> None:
     try:
         doc = run_look(a.look, Claims.from_json(a.settings_json),
                        spec.Grid.from_dict(json.loads(a.grid_json)),
-                       json.loads(a.adaptive_json), previous, a.results, a.threads)
-    except ValueError as e:
+                       json.loads(Looks.from_json(a.adaptive_json).to_json()), previous,
+                       a.results, a.threads)
+    except ValueError as e:  # SettingsError too
         sys.exit(f"error: {e}")
     contracts.write_text(a.out, json.dumps(doc, indent=1, allow_nan=True) + "\n")
     for cid, s in doc["claims"].items():
