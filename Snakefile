@@ -58,6 +58,7 @@ if HAS_BIENCODER:
         docstring_benchmark,
         docstring_triples,
         beir_download,
+        beir_train,
         triples_download,
         stats,
         latency_summary,

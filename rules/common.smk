@@ -248,6 +248,27 @@ def dataset_names(source):
     return regex(n for n, spec in DATASETS.items() if spec["source"] == source)
 
 
+def beir_location(name):
+    """The command's --url/--md5 or --path of a BEIR dataset."""
+    spec = DATASETS[name]
+    if "path" in spec:
+        return f"--path {shlex.quote(spec['path'])}"
+    return f"--url {shlex.quote(spec['url'])} --md5 {spec['md5']}"
+
+
+def local_files(name, files):
+    """The files of a dataset's local folder that its job reads (none for a url)."""
+    path = DATASETS[name].get("path")
+    return [os.path.join(path, f) for f in files] if path else []
+
+
+def beir_train_files(name):
+    # qrels/test.tsv where the folder has it: its queries are kept out of the pairs.
+    files = local_files(name, ["corpus.jsonl", "queries.jsonl", "qrels/train.tsv"])
+    test = local_files(name, ["qrels/test.tsv"])
+    return files + [f for f in test if os.path.exists(f)]
+
+
 def figure_outputs(name, category="Bi-encoder depth study"):
     """A figure's files, registered for `snakemake --report` with its caption."""
     caption = f"../docs/report/{name}.rst"
@@ -322,6 +343,7 @@ def biencoder_benchmarks():
 DATA_RULE = {
     "docstrings": "docstring_triples",
     "triples-jsonl-gz": "triples_download",
+    "beir-train": "beir_train",
 }
 BENCHMARK_RULE = {"docstrings": "docstring_benchmark", "beir": "beir_download"}
 

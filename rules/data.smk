@@ -58,10 +58,15 @@ rule docstring_triples:
         " --out {output.triples} > {log} 2>&1"
 
 
-# Real data (paper configs): local rules, since compute nodes may have no internet.
+# Real data (paper and laptop configs): local rules, since compute nodes may have no
+# internet; a BEIR dataset can instead be read from a local folder (`path`), whose files
+# are then inputs (an edited file reruns the job).
 rule beir_download:
     input:
         code("biencoder.data.prepare_data"),
+        local=lambda wc: local_files(
+            wc.benchmark, ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv"]
+        ),
     output:
         corpus="data/beir/{benchmark}/corpus.jsonl",
         queries="data/beir/{benchmark}/queries.jsonl",
@@ -76,14 +81,37 @@ rule beir_download:
     conda:
         CONDA_ENV
     params:
-        url=lambda wc: DATASETS[wc.benchmark]["url"],
-        md5=lambda wc: DATASETS[wc.benchmark]["md5"],
+        location=lambda wc: beir_location(wc.benchmark),
         min_queries=config["eval"]["min_queries"],
     shell:
         "python -m workflow_scripts.biencoder.data.prepare_data beir --name {wildcards.benchmark}"
-        " --url {params.url:q} --md5 {params.md5} --min-queries {params.min_queries}"
+        " {params.location} --min-queries {params.min_queries}"
         " --download-dir data/downloads"
         " --out data/beir/{wildcards.benchmark} > {log} 2>&1"
+
+
+rule beir_train:
+    input:
+        code("biencoder.data.prepare_data"),
+        local=lambda wc: beir_train_files(wc.train_data),
+    output:
+        pairs="data/train/{train_data}.parquet",
+        card="data/train/{train_data}.DATACARD.md",
+    log:
+        "logs/data/{train_data}.log",
+    benchmark:
+        bench("data/train/{train_data}.parquet")
+    wildcard_constraints:
+        train_data=dataset_names("beir-train"),
+    priority: 1
+    conda:
+        CONDA_ENV
+    params:
+        location=lambda wc: beir_location(wc.train_data),
+    shell:
+        "python -m workflow_scripts.biencoder.data.prepare_data beir-train"
+        " --name {wildcards.train_data} {params.location} --download-dir data/downloads"
+        " --out {output.pairs} > {log} 2>&1"
 
 
 rule triples_download:
@@ -103,10 +131,11 @@ rule triples_download:
         CONDA_ENV
     params:
         url=lambda wc: DATASETS[wc.train_data]["url"],
-        lines=lambda wc: (
-            f"--expect-lines {DATASETS[wc.train_data]['expect_lines']}"
-            if "expect_lines" in DATASETS[wc.train_data]
-            else ""
+        # --max-triples N streams the file's first N lines only (changing N reruns this).
+        lines=lambda wc: " ".join(
+            f"--{key.replace('_', '-')} {DATASETS[wc.train_data][key]}"
+            for key in ("expect_lines", "max_triples")
+            if key in DATASETS[wc.train_data]
         ),
     shell:
         "python -m workflow_scripts.biencoder.data.prepare_data triples --name {wildcards.train_data}"

@@ -51,8 +51,14 @@ def test_empty_text_is_named(tmp_path):
                  ).to_parquet(p)
     with pytest.raises(contracts.DataError, match=r"bad\.parquet: row 1 has an empty text"):
         train.load_triples(p)
-    pd.DataFrame({"query": ["q"], "positive": ["p"]}).to_parquet(p)
-    with pytest.raises(contracts.DataError, match="missing column"):
+    pd.DataFrame({"query": ["q"], "negative": ["n"]}).to_parquet(p)
+    with pytest.raises(contracts.DataError, match=r"missing column\(s\) positive"):
+        train.load_triples(p)
+    # No negative column: (query, positive) pairs, in-batch negatives (a beir-train source)
+    pd.DataFrame({"query": ["q"], "positive": ["p"], "doc_id": ["d"]}).to_parquet(p)
+    assert list(train.load_triples(p).columns) == ["query", "positive"]
+    pd.DataFrame({"query": ["q"], "positive": [" "]}).to_parquet(p)
+    with pytest.raises(contracts.DataError, match="row 0 has an empty text"):
         train.load_triples(p)
 
 
@@ -93,3 +99,13 @@ def test_several_seeds_in_one_process_equal_separate_trainings(tiny_model, tripl
     with pytest.raises(SystemExit):  # a folder per seed
         train.main(["--base", str(tiny_model), "--strategy", "top", "--depth", "2",
                     "--seed", "8", "7", "--triples", str(triples), "--out", str(alone)])
+
+
+def test_pairs_train_with_in_batch_negatives(tiny_model, triples, tmp_path):
+    """A beir-train source writes (query, positive) pairs: MNRL trains on them with the
+    batch's other documents as negatives."""
+    pairs = tmp_path / "pairs.parquet"
+    pd.read_parquet(triples).drop(columns="negative").to_parquet(pairs)
+    summary = _train(tiny_model, pairs, tmp_path / "m", 1)
+    assert summary["steps"] == 3 and summary["train_data"]["rows"] == 30
+    assert all(h["loss"] > 0 for h in summary["loss_history"])

@@ -2,8 +2,9 @@
 process: batch_seeds, where importing sentence-transformers costs more than a training).
 
 sentence-transformers' SentenceTransformerTrainer with MultipleNegativesRankingLoss over
-(query, positive, negative) triples, NO_DUPLICATES batches (a duplicate text in a batch
-would be a false in-batch negative). The final model is saved as safetensors.
+(query, positive, negative) triples, or (query, positive) pairs (a beir-train source: the
+batch's other documents are the only negatives), NO_DUPLICATES batches (a duplicate text in
+a batch would be a false in-batch negative). The final model is saved as safetensors.
 
 A train-once arm (strategy adaptive or matryoshka2d, core/contracts.py TRAIN_ONCE) trains the
 base's bottom `depth` layers (as strategy top) once for every shallower depth: MNRL wrapped in
@@ -34,18 +35,21 @@ from workflow_scripts.core.runtime import set_threads
 from workflow_scripts.core.settings import Train, train_settings
 
 TRIPLE_COLUMNS = ("query", "positive", "negative")
+PAIR_COLUMNS = ("query", "positive")  # no negative column: in-batch negatives only
 
 
 def load_triples(path):
+    """The training rows: triples, or pairs where the file has no `negative` column."""
     import pandas as pd
 
     df = pd.read_parquet(path)
-    contracts.check_columns(df, TRIPLE_COLUMNS, path)
-    empty = df[list(TRIPLE_COLUMNS)].isna().any(axis=1) | (
-        df[list(TRIPLE_COLUMNS)].apply(lambda c: c.str.strip().str.len() == 0).any(axis=1))
+    cols = list(TRIPLE_COLUMNS if "negative" in df.columns else PAIR_COLUMNS)
+    contracts.check_columns(df, cols, path)
+    empty = df[cols].isna().any(axis=1) | (
+        df[cols].apply(lambda c: c.str.strip().str.len() == 0).any(axis=1))
     if empty.any():
         raise contracts.DataError(f"{path}: row {int(empty.idxmax())} has an empty text")
-    return df[list(TRIPLE_COLUMNS)].reset_index(drop=True)
+    return df[cols].reset_index(drop=True)
 
 
 def device_and_precision(precision: str) -> tuple[str, str, dict]:

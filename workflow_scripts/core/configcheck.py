@@ -17,13 +17,16 @@ import jsonschema
 from workflow_scripts.core.contracts import PER_DEPTH_REFERENCE
 from workflow_scripts.core.settings import SCHEMA_FILES, schema
 
-# Keys each data source needs, as a training set and as a benchmark.
+# Keys each data source needs, as a training set and as a benchmark. The BEIR sources need
+# url and md5, or path (location_errors).
 SOURCE_NEEDS = {
     ("docstrings", "train"): ["packages", "max_triples"],
     ("docstrings", "benchmark"): ["packages", "max_queries", "max_docs"],
     ("triples-jsonl-gz", "train"): ["url"],
-    ("beir", "benchmark"): ["url", "md5"],
+    ("beir", "benchmark"): [],
+    ("beir-train", "train"): [],
 }
+BEIR_SOURCES = ("beir", "beir-train")
 
 
 def _key(path) -> str:
@@ -73,10 +76,34 @@ def cross_errors(config: dict) -> list[str]:
             continue
         msgs += [f"config key datasets.{name}: a {source} {role} needs {k}"
                  for k in SOURCE_NEEDS[(source, role)] if k not in datasets[name]]
+    for name, spec in datasets.items():
+        msgs += location_errors(name, spec)
     for i, r in enumerate(config.get("figures", {}).get("budget_pair", [])):
         if r not in config["recipes"]:
             msgs.append(f"config key figures.budget_pair[{i}]: {r!r} is not a recipe")
     return msgs
+
+
+def location_errors(name: str, spec: dict) -> list[str]:
+    """Where a downloaded dataset comes from: a BEIR source from url + md5 or a local folder
+    (path), exactly one; a triples file's first max_triples lines, or the whole file
+    checked against expect_lines, not both."""
+    key, source = f"config key datasets.{name}", spec["source"]
+    if source in BEIR_SOURCES:
+        if ("url" in spec) == ("path" in spec):
+            return [f"{key}: a {source} dataset needs exactly one of url (with md5) and path "
+                    "(a local folder in BEIR's layout)"]
+        if "url" in spec and "md5" not in spec:
+            return [f"{key}.md5: a {source} url needs the zip's md5 (BEIR publishes them)"]
+        if "path" in spec and "md5" in spec:
+            return [f"{key}.md5: checks a url's zip; a path's files are recorded by sha256 "
+                    "in the data card: remove md5"]
+    elif "path" in spec:
+        return [f"{key}.path: only a beir or beir-train dataset reads a local folder"]
+    if source == "triples-jsonl-gz" and {"max_triples", "expect_lines"} <= spec.keys():
+        return [f"{key}.expect_lines: counts the whole file's lines, which max_triples never "
+                "downloads; give one of expect_lines and max_triples"]
+    return []
 
 
 def eval_step_errors(recipes: dict) -> list[str]:
