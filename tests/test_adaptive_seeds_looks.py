@@ -81,7 +81,8 @@ def test_seed_noise_claim_is_driven_to_a_decision_and_examples_limited_gets_none
     docs = _run_looks(config, results)
     plan = sequential.plan_looks(3, 8, 1)
     assert docs[0]["plan"]["seeds"] == plan
-    assert docs[0]["plan"]["alphas"] == sequential.look_alphas(plan, 0.025, "obrien-fleming")
+    assert docs[0]["plan"]["alphas"] == pytest.approx(
+        sequential.look_alphas(plan, 0.025, "obrien-fleming"), rel=1e-12)
     last = docs[-1]["claims"]
     # The seed-noise claim: open at look 0, supported at a later look within the budget.
     assert docs[0]["claims"]["deeper"]["status"] == "open"
@@ -130,6 +131,12 @@ def test_a_look_refuses_a_plan_made_with_other_settings(tmp_path):
     with pytest.raises(ValueError, match="planned with other settings"):
         looks.run_look(1, Claims.from_config(config), spec.grid_from_config(config), changed,
                        doc, tmp_path / "results")
+
+
+def test_the_schema_offers_the_spending_functions_of_core_sequential():
+    from workflow_scripts.core.settings import schema_node
+
+    assert tuple(schema_node("adaptive_seeds.spending")[0]["enum"]) == sequential.SPENDINGS
 
 
 def test_seeds_continue_after_the_recipes_own():
