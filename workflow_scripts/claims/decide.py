@@ -287,11 +287,11 @@ def _member_verdict(row: dict, test: str, alpha: float) -> str:
     return "inconclusive"
 
 
-def decide_claim(claim: Claim, data: Data, options: Options,
-                 alpha: float | None = None) -> list[dict]:
+def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None = None,
+                 plan_alpha: float | None = None) -> list[dict]:
     """The claim's row followed by one row per member. alpha: the one-sided level of a look
-    (claims/looks.py: a group-sequential boundary) instead of (1 - ci) / 2; the seeds
-    needed are then planned for an interval at that level."""
+    (claims/looks.py: a group-sequential boundary) instead of (1 - ci) / 2; plan_alpha: the
+    level the seeds needed are planned for (default: the deciding level)."""
     head = {"claim": claim.id, "statement": claim.statement, "row": "claim",
             "n_members": len(claim.members)}
     if claim.not_applicable:
@@ -312,7 +312,7 @@ def decide_claim(claim: Claim, data: Data, options: Options,
     if alpha is None:
         alpha = (1 - min(ci.values())) / 2
     else:
-        ci = dict.fromkeys(ci, 1 - 2 * alpha)
+        ci = dict.fromkeys(ci, 1 - 2 * (plan_alpha or alpha))
     live = [i for i, r in enumerate(rows) if r.get("verdict") != "not-applicable"]
     adj = holm([rows[i].get("p_refute", math.nan) for i in live])
     for i, p in zip(live, adj, strict=True):

@@ -9,7 +9,8 @@ with level alpha_k (claims/decide.py, the claims' own tests); then each open cla
 
   is decided (supported or refuted): frozen, its verdict that of this look;
   cannot be decided by seeds: the examples limit it (core/seed_planning.py finds no seed
-      count that would settle it): frozen inconclusive, with the reason;
+      count that would settle it even at the last look's level, the most lenient of the
+      plan): frozen inconclusive, with the reason;
   stays open: its trained arms get the next look's seeds (the planner's estimate of the
       seeds it needs is reported, not used: from a few seeds it is too noisy to stop on).
 
@@ -97,7 +98,9 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
     options, rows = decide.Options(settings.interval, settings.nboot, settings.ci,
                                    settings.seed, threads=threads), []
     for c in live:
-        head, *members = decide.decide_claim(c, data, options, alphas[k])
+        # Decided at this look's level; planned at the last look's, the most lenient any
+        # look of the plan offers (what could still settle it).
+        head, *members = decide.decide_claim(c, data, options, alphas[k], alphas[-1])
         status, reason = _state(head["verdict"], _need(members), k, seeds,
                                 adaptive_cfg["max_seeds"])
         state[c.id] = {"status": status, "verdict": head["verdict"], "reason": reason,
