@@ -56,11 +56,16 @@ def plan(settings: Claims, adaptive_cfg: dict, claims: list[spec.Claim],
 
 
 def _need(members: list[dict]) -> float:
-    """Seeds per arm the planner says would settle every inconclusive member (NaN: the
-    examples limit one of them)."""
-    needs = [m.get("seeds_needed", math.nan) for m in members
-             if m["verdict"] == "inconclusive"]
-    return math.nan if any(not math.isfinite(n) for n in needs) else max(needs, default=0)
+    """Seeds per arm at which the planner says the claim could be settled (NaN: by no seed
+    count, the examples limit it). Supported needs every inconclusive member supported, so
+    every one leaning that way (p_support < p_refute) with a finite count; refuted needs one
+    member refuted, so one leaning that way with a finite count."""
+    open_ = [(m.get("seeds_needed", math.nan), m.get("p_support", math.nan) <
+              m.get("p_refute", math.nan)) for m in members if m["verdict"] == "inconclusive"]
+    support = (max(n for n, _ in open_) if open_ and all(math.isfinite(n) and lean
+                                                           for n, lean in open_) else math.nan)
+    refute = min((n for n, lean in open_ if math.isfinite(n) and not lean), default=math.nan)
+    return min((n for n in (support, refute) if math.isfinite(n)), default=math.nan)
 
 
 def _state(verdict: str, need: float, k: int, seeds: list[int], budget: int) -> tuple:
