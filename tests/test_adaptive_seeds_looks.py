@@ -107,6 +107,10 @@ def test_seed_noise_claim_is_driven_to_a_decision_and_examples_limited_gets_none
     assert row.seeds == plan[k] and row.boundary == pytest.approx(docs[k]["plan"]["alphas"][k])
     earlier = table[(table.claim == "deeper") & (table.look < k)]
     assert (earlier.p_support > earlier.boundary).all()  # why it stayed open
+    md = looks.markdown(_write_docs(tmp_path, docs), {"r1": [1, 2, 3]})
+    assert f"- **deeper** (supported, look {k}): supported at look {k}" in md
+    assert "- **pinned** (inconclusive, look 0): no seeds added" in md
+    assert f"| {k} | deeper | {plan[k]} |" in md and "uses the configured seeds (r1: 1, 2, 3)" in md
 
 
 def _write_docs(tmp_path, docs) -> list:

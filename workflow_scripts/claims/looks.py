@@ -153,7 +153,7 @@ def markdown(paths, recipe_seeds: dict) -> str:
            f"uses the configured seeds ({configured}), and the training compute and usage "
            "tables count only those trainings.", ""]
     for cid, s in last["claims"].items():
-        out.append(f"- **{cid}**: {s['verdict']} at look {s['look']}: {s['reason']}")
+        out.append(f"- **{cid}** ({s['verdict']}, look {s['look']}): {s['reason']}")
     out.append("")
     weakest = df.loc[df["p_support"].fillna(-1.0).groupby(
         [df["look"], df["claim"]], sort=False).idxmax().values]
