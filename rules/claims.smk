@@ -15,6 +15,16 @@ CLAIM_FIGURES = [
     f"results/figures/claims.{fmt}" for fmt in config["figures"]["formats"]
 ]
 CLAIM_OUTPUTS = ["results/claims.parquet", "results/claims.md", *CLAIM_FIGURES]
+# Seeds on demand: looks over the driving claims (rules/looks.smk).
+ADAPTIVE_SEEDS = bool(config.get("adaptive_seeds")) and HAS_BIENCODER
+if ADAPTIVE_SEEDS:
+
+    include: "looks_plan.smk"
+    include: "looks.smk"
+
+    CLAIM_OUTPUTS.append(LOOKS_TABLE)
+
+
 # Rule -> its job's benchmark, for the usage table (rules/report.smk).
 CLAIMS_BENCHMARKS = {
     "claims": [bench("results/claims.parquet")],
@@ -30,6 +40,8 @@ localrules:
 rule claims:
     input:
         results=[str(p) for p in claim_inputs("results", CLAIM_GRID, CLAIMS)],
+        looks=looks_done if ADAPTIVE_SEEDS else [],
+        looks_evals=looks_evals if ADAPTIVE_SEEDS else [],
         code=code("claims.__main__"),
     output:
         table="results/claims.parquet",
@@ -43,10 +55,13 @@ rule claims:
     params:
         settings=settings_json("Claims"),
         grid=json.dumps(CLAIM_GRID.to_dict(), sort_keys=True),
+        looks=lambda wc, input: (
+            "--looks " + " ".join(input.looks) if input.looks else ""
+        ),
     shell:
         "python -m workflow_scripts.claims --settings-json {params.settings:q}"
         " --grid-json {params.grid:q} --results results --table {output.table}"
-        " --markdown {output.md} --threads {threads} > {log} 2>&1"
+        " --markdown {output.md} {params.looks} --threads {threads} > {log} 2>&1"
 
 
 rule claims_figure:

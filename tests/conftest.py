@@ -32,7 +32,8 @@ def tiny_model(tmp_path_factory) -> Path:
 # study is built once, not once per worker; every other test is scheduled on its own.
 # (pytest-xdist's xdist_group marks cannot do it: 3.8.0 sets a node id attribute that
 # pytest 9.2 no longer reads.)
-TINY_STUDY_FILES = ("tests/test_workflow.py", "tests/cluster/test_slurm.py")
+TINY_STUDY_FILES = ("tests/test_workflow.py", "tests/cluster/test_slurm.py",
+                    "tests/test_adaptive_seeds.py")
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from workflow_scripts.claims import data as claims_data
-from workflow_scripts.claims import decide, render, spec
+from workflow_scripts.claims import decide, looks, render, spec
 from workflow_scripts.core import contracts
 from workflow_scripts.core.settings import Claims, SettingsError
 
@@ -57,12 +57,26 @@ def options(s: Claims, threads: int | None = None) -> decide.Options:
                           s.ladder_ci, s.ladder_seed, s.latency_nboot, s.latency_seed, threads)
 
 
-def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads=None):
+def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads=None,
+        look_files=()):
+    """look_files: the looks of seeds on demand (claims/looks.py), first to last: each
+    driving claim is decided at the seeds and level of the look that settled it."""
     claims = spec.parse(settings.claims, grid)
-    data = claims_data.load(results, grid, claims)
-    table = decide.decide(claims, data, options(settings, threads))
+    at_looks = {}
+    if look_files:
+        last = json.loads(Path(look_files[-1]).read_text(encoding="utf-8"))
+        for c in claims:
+            if c.id in last["claims"]:
+                arms, alpha = looks.final_arms(last)[c.id]
+                at_looks[c.id] = (claims_data.load(results, grid, [c], arms), alpha)
+    rest = [c for c in claims if c.id not in at_looks]
+    data = claims_data.load(results, grid, rest)
+    table = decide.decide(claims, data, options(settings, threads), at_looks)
     contracts.write_parquet(table_path, table)
-    contracts.write_text(md_path, render.markdown(table))
+    md = render.markdown(table)
+    if look_files:
+        md += "\n" + looks.markdown(look_files, grid.recipe_seeds)
+    contracts.write_text(md_path, md)
     return table
 
 
@@ -80,6 +94,8 @@ def main(argv=None) -> None:
                     help="with --config: allow --table/--markdown inside the results folder "
                          "(replacing what the workflow wrote there)")
     ap.add_argument("--threads", type=int, help="bootstrap threads (default: usable CPUs)")
+    ap.add_argument("--looks", nargs="*", default=[],
+                    help="the looks of seeds on demand (results/looks/look*.json), in order")
     a = ap.parse_args(argv)
     try:
         if a.config:
@@ -101,7 +117,7 @@ def main(argv=None) -> None:
             sys.exit(f"error: {', '.join(inside)} lies in the results folder {results}, whose "
                      "files are the workflow's outputs; write elsewhere, or pass "
                      "--into-results to replace them")
-    table = run(settings, grid, results, table_path, md_path, a.threads)
+    table = run(settings, grid, results, table_path, md_path, a.threads, a.looks)
     print(f"wrote {table_path} and {md_path}")
     heads = table[table["row"] == "claim"]
     for _, r in heads.iterrows():

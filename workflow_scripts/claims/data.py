@@ -39,11 +39,13 @@ class Data:
     missing: dict = field(default_factory=dict)
 
 
-def load(results, grid: Grid, claims: list[Claim]) -> Data:
+def load(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> Data:
+    """The claims' inputs; arm_seeds: {arm key: seeds} read at other seeds than the
+    recipe's (a look's, claims/looks.py)."""
     results, data = Path(results), Data()
     present: dict[str, list] = {"biencoder": [], "ladder": []}
     for study, key in needed(claims):
-        files = files_of(results, grid, study, key)
+        files = files_of(results, grid, study, key, arm_seeds)
         gone = [f for f in files if not f.exists()]
         if gone:
             data.missing[(study, key)] = gone[0]

@@ -287,8 +287,11 @@ def _member_verdict(row: dict, test: str, alpha: float) -> str:
     return "inconclusive"
 
 
-def decide_claim(claim: Claim, data: Data, options: Options) -> list[dict]:
-    """The claim's row followed by one row per member."""
+def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None = None,
+                 plan_alpha: float | None = None) -> list[dict]:
+    """The claim's row followed by one row per member. alpha: the one-sided level of a look
+    (claims/looks.py: a group-sequential boundary) instead of (1 - ci) / 2; plan_alpha: the
+    level the seeds needed are planned for (default: the deciding level)."""
     head = {"claim": claim.id, "statement": claim.statement, "row": "claim",
             "n_members": len(claim.members)}
     if claim.not_applicable:
@@ -306,7 +309,10 @@ def decide_claim(claim: Claim, data: Data, options: Options) -> list[dict]:
             rows.append({"verdict": "not-applicable", "note": str(e)})
     ci = {m.study: options.for_study(m.study)["ci"] if m.study not in ("latency", "curves")
           else options.ci for m in claim.members}
-    alpha = (1 - min(ci.values())) / 2
+    if alpha is None:
+        alpha = (1 - min(ci.values())) / 2
+    else:
+        ci = dict.fromkeys(ci, 1 - 2 * (plan_alpha or alpha))
     live = [i for i, r in enumerate(rows) if r.get("verdict") != "not-applicable"]
     adj = holm([rows[i].get("p_refute", math.nan) for i in live])
     for i, p in zip(live, adj, strict=True):
@@ -355,8 +361,15 @@ def _nan_last(p) -> float:
     return math.inf if p is None or not np.isfinite(p) else float(p)
 
 
-def decide(claims: list[Claim], data: Data, options: Options) -> pd.DataFrame:
-    rows = [r for c in claims for r in decide_claim(c, data, options)]
+def decide(claims: list[Claim], data: Data, options: Options,
+           at_looks: dict | None = None) -> pd.DataFrame:
+    """Every claim's rows; at_looks: {claim id: (its Data, alpha)} for the claims that
+    drove seeds on demand, decided as at the look that settled them (claims/looks.py)."""
+    at_looks = at_looks or {}
+    rows = []
+    for c in claims:
+        here, alpha = at_looks.get(c.id, (data, None))
+        rows += decide_claim(c, here, options, alpha)
     df = pd.DataFrame(rows)
     for col in COLUMNS:
         if col not in df:

@@ -11,12 +11,13 @@ from workflow_scripts.claims.spec import Claim, Grid
 BASE = "base"  # core/contracts.py's name of the untrained model (tests hold them equal)
 
 
-def eval_files(results: Path, grid: Grid, key: tuple) -> list[Path]:
+def eval_files(results: Path, grid: Grid, key: tuple, seeds=None) -> list[Path]:
+    """An arm's per-query files: at its recipe's seeds, or at `seeds` (a look's)."""
     recipe, strategy, depth = key
     model = (f"{BASE}/{strategy}{depth}" if recipe == BASE else None)
     folders = ([results / "eval" / model] if model else
                [results / "eval" / recipe / f"{strategy}{depth}" / f"seed{s}"
-                for s in grid.recipe_seeds[recipe]])
+                for s in (grid.recipe_seeds[recipe] if seeds is None else seeds)])
     return [f / f"{b}.parquet" for f in folders for b in grid.benchmarks]
 
 
@@ -38,17 +39,18 @@ def curve_files(results: Path) -> list[Path]:
                                                                 "curves_onset_dist")]
 
 
-def input_files(results, grid: Grid, claims: list[Claim]) -> list[Path]:
-    """Every file the claims read (the claims rule's inputs)."""
+def input_files(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> list[Path]:
+    """Every file the claims read (the claims rule's inputs); arm_seeds: {arm key: seeds}
+    for arms read at other seeds than their recipe's (a look's, claims/looks.py)."""
     results, out = Path(results), []
     for study, key in needed(claims):
-        out += files_of(results, grid, study, key)
+        out += files_of(results, grid, study, key, arm_seeds)
     return list(dict.fromkeys(out))
 
 
-def files_of(results: Path, grid: Grid, study: str, key) -> list[Path]:
+def files_of(results: Path, grid: Grid, study: str, key, arm_seeds=None) -> list[Path]:
     if study == "biencoder":
-        return eval_files(results, grid, key)
+        return eval_files(results, grid, key, (arm_seeds or {}).get(key))
     if study == "ladder":
         return ladder_files(results, grid, key)
     if study == "curves":

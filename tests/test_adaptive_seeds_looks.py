@@ -1,0 +1,166 @@
+"""Seeds on demand, the looks' logic (claims/looks.py, claims/adaptive.py) on synthetic
+per-query files of known truth: a claim limited by seed noise is driven to its decision
+within the budget, a claim limited by the examples gets no seeds and says why, and each look
+asks only for the open claims' arms' next seeds. The workflow around it:
+tests/test_adaptive_seeds.py."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workflow_scripts.claims import adaptive, looks, spec
+from workflow_scripts.core import contracts, sequential
+from workflow_scripts.core.settings import Claims
+
+BENCH = ("b1", "b2")
+QUERIES = 200
+SEEDS = list(range(1, 9))  # every seed a look could ask for: 3 configured, up to 8
+
+
+def _config(claims: list[dict], max_seeds: int = 8) -> dict:
+    return {"recipes": {"r1": {"seeds": [1, 2, 3]}}, "depths": [1, 2, 3],
+            "strategies": ["top"], "benchmarks": list(BENCH), "claims": claims,
+            "stats": {"interval": "calibrated", "nboot": 200, "ci": 0.95, "seed": 0},
+            "adaptive_seeds": {"claims": [c["id"] for c in claims], "max_seeds": max_seeds,
+                               "step": 1, "spending": "obrien-fleming"}}
+
+
+def _write_results(results, means: dict, seed_sd: float, rng) -> None:
+    """Per-query files of r1/top<depth>/seed<s>: mean + a seed effect (large: seed noise
+    dominates) + query effects shared by the depths (paired) + noise."""
+    effects = {b: rng.normal(0, 0.15, QUERIES) for b in BENCH}
+    qids = [f"q{i:03d}" for i in range(QUERIES)]
+    for depth, mean in means.items():
+        for s in SEEDS:
+            shift = rng.normal(0, seed_sd)
+            for b in BENCH:
+                scores = np.clip(mean + shift + effects[b] + rng.normal(0, 0.02, QUERIES), 0, 1)
+                path = results / "eval" / "r1" / f"top{depth}" / f"seed{s}" / f"{b}.parquet"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                pd.DataFrame({"query_id": qids, "recipe": "r1", "strategy": "top",
+                              "depth": depth, "seed": s, "benchmark": b,
+                              **{m: scores for m in contracts.METRICS}}).to_parquet(path)
+
+
+def _run_looks(config: dict, results) -> list[dict]:
+    settings = Claims.from_config(config)
+    grid = spec.grid_from_config(config)
+    docs, previous = [], None
+    for k in range(10):
+        previous = looks.run_look(k, settings, grid, config["adaptive_seeds"], previous,
+                                  results)
+        docs.append(json.loads(json.dumps(previous)))  # as the workflow reads it back
+        if previous["stop"]:
+            return docs
+    raise AssertionError("the looks never stopped")
+
+
+def test_seed_noise_claim_is_driven_to_a_decision_and_examples_limited_gets_none(tmp_path):
+    rng = np.random.default_rng(5)
+    results = tmp_path / "results"
+    # depth 2 is 0.03 above depth 1; each seed shifts a model by sd 0.01
+    _write_results(results, {1: 0.40, 2: 0.43, 3: 0.40}, seed_sd=0.01, rng=rng)
+    # The mean of depth 3 pinned to its own sample mean over every query of its first 3
+    # seeds: the margin (1e-5) is far below what the examples' noise lets any seed count
+    # reach.
+    d3 = pd.concat(pd.read_parquet(results / f"eval/r1/top3/seed{s}/{b}.parquet")
+                   for s in (1, 2, 3) for b in BENCH)
+    pinned = float(d3.groupby("benchmark")["ndcg@10"].mean().mean()) + 1e-5
+    claims = [
+        {"id": "deeper", "statement": "L2 beats L1", "a": {"recipe": "r1", "depth": 1},
+         "b": {"recipe": "r1", "depth": 2}, "test": "greater"},
+        {"id": "pinned", "statement": "L3 scores above a hair over its mean",
+         "estimate": "mean", "arm": {"recipe": "r1", "depth": 3}, "test": "greater",
+         "threshold": pinned},
+    ]
+    config = _config(claims)
+    docs = _run_looks(config, results)
+    plan = sequential.plan_looks(3, 8, 1)
+    assert docs[0]["plan"]["seeds"] == plan
+    assert docs[0]["plan"]["alphas"] == pytest.approx(
+        sequential.look_alphas(plan, 0.025, "obrien-fleming"), rel=1e-12)
+    last = docs[-1]["claims"]
+    # The seed-noise claim: open at look 0, supported at a later look within the budget.
+    assert docs[0]["claims"]["deeper"]["status"] == "open"
+    assert last["deeper"]["status"] == "decided" and last["deeper"]["verdict"] == "supported"
+    k = last["deeper"]["look"]
+    assert 0 < k < len(plan)
+    assert adaptive.arms_of(last["deeper"]["arms"]) == {
+        ("r1", "top", 1): SEEDS[:plan[k]], ("r1", "top", 2): SEEDS[:plan[k]]}
+    # The examples-limited claim: inconclusive at look 0, no seeds, the reason said.
+    assert last["pinned"]["status"] == "examples limit" and last["pinned"]["look"] == 0
+    assert "the examples limit it" in last["pinned"]["reason"]
+    # Each look asks only for the open claim's arms, at the next look's seeds.
+    for j, doc in enumerate(docs[:-1]):
+        assert adaptive.arms_of(doc["next"]) == {
+            ("r1", "top", d): SEEDS[:plan[j + 1]] for d in (1, 2)}
+    assert docs[-1]["next"] == [] and docs[-1]["stop"]
+    table = looks.gather(_write_docs(tmp_path, docs))
+    assert list(table.columns) == list(looks.COLUMNS)
+    assert len(table) == 1 + (k + 1)  # pinned at look 0; deeper at looks 0..k
+    row = table[(table.claim == "deeper") & (table.look == k)].iloc[0]
+    assert row.verdict == "supported" and row.p_support <= row.boundary
+    assert row.seeds == plan[k] and row.boundary == pytest.approx(docs[k]["plan"]["alphas"][k])
+    earlier = table[(table.claim == "deeper") & (table.look < k)]
+    assert (earlier.p_support > earlier.boundary).all()  # why it stayed open
+    md = looks.markdown(_write_docs(tmp_path, docs), {"r1": [1, 2, 3]})
+    assert f"- **deeper** (supported, look {k}): supported at look {k}" in md
+    assert "- **pinned** (inconclusive, look 0): no seeds added" in md
+    assert f"| {k} | deeper | {plan[k]} |" in md and "uses the configured seeds (r1: 1, 2, 3)" in md
+
+
+def _write_docs(tmp_path, docs) -> list:
+    paths = []
+    for doc in docs:
+        p = tmp_path / "looks" / f"look{doc['look']}.json"
+        p.parent.mkdir(exist_ok=True)
+        p.write_text(json.dumps(doc))
+        paths.append(p)
+    return paths
+
+
+def test_a_look_refuses_a_plan_made_with_other_settings(tmp_path):
+    rng = np.random.default_rng(0)
+    _write_results(tmp_path / "results", {1: 0.4, 2: 0.4}, seed_sd=0.02, rng=rng)
+    claims = [{"id": "d", "statement": "s", "a": {"recipe": "r1", "depth": 1},
+               "b": {"recipe": "r1", "depth": 2}, "test": "greater"}]
+    config = _config(claims, max_seeds=5)
+    doc = looks.run_look(0, Claims.from_config(config), spec.grid_from_config(config),
+                         config["adaptive_seeds"], None, tmp_path / "results")
+    changed = {**config["adaptive_seeds"], "max_seeds": 6}
+    with pytest.raises(ValueError, match="planned with other settings"):
+        looks.run_look(1, Claims.from_config(config), spec.grid_from_config(config), changed,
+                       doc, tmp_path / "results")
+
+
+def test_the_schema_offers_the_spending_functions_of_core_sequential():
+    from workflow_scripts.core.settings import schema_node
+
+    assert tuple(schema_node("adaptive_seeds.spending")[0]["enum"]) == sequential.SPENDINGS
+
+
+def test_seeds_continue_after_the_recipes_own():
+    assert adaptive.seeds_at([42, 43, 44], 5) == [42, 43, 44, 45, 46]
+    assert adaptive.seeds_at([7, 3], 2) == [7, 3]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"claims": ["nope"]}, "adaptive_seeds.claims[0]: 'nope' is not a claim id"),
+    ({"claims": ["lat"]}, "reads the latency study"),
+    ({"max_seeds": 3}, "max_seeds: 3 is not more than the 3 seeds"),
+])
+def test_bad_adaptive_seeds_stop_the_config_check(change, message):
+    from workflow_scripts.study_config import claim_errors
+
+    claims = [{"id": "d", "statement": "s", "a": {"recipe": "r1", "depth": 1},
+               "b": {"recipe": "r1", "depth": 2}, "test": "greater"},
+              {"id": "lat", "statement": "s", "estimate": "latency_coherent"}]
+    config = _config(claims)
+    config["base_model"] = "nowhere"  # a hub id: the layer check is the first job's
+    config["adaptive_seeds"] = {**config["adaptive_seeds"], "claims": ["d"], **change}
+    (error,) = claim_errors(config)
+    assert message in error

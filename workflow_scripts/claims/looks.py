@@ -1,0 +1,205 @@
+"""Seeds on demand: one look of a group-sequential design over the driving claims
+(config `adaptive_seeds`, docs/adaptive_seeds.md).
+
+The looks are planned before any data (core/sequential.py): the seeds per arm at each look
+(`plan_looks`, from the recipes' seeds to `max_seeds`) and the one-sided level of each look
+(`look_alphas`, an alpha-spending boundary that holds the error rate over all planned
+looks). At look k every driving claim still open is decided at its arms' seeds of that look
+with level alpha_k (claims/decide.py, the claims' own tests); then each open claim either
+
+  is decided (supported or refuted): frozen, its verdict that of this look;
+  cannot be decided by seeds: the examples limit it (core/seed_planning.py finds no seed
+      count that would settle it even at the last look's level, the most lenient of the
+      plan): frozen inconclusive, with the reason;
+  stays open: its trained arms get the next look's seeds (the planner's estimate of the
+      seeds it needs is reported, not used: from a few seeds it is too noisy to stop on).
+
+The last planned look decides what is open, inconclusive if not settled (budget spent). A
+look with no claim left open stops. Each look writes one JSON document: the plan, every
+driving claim's state, one row per member (seeds, boundary, statistic, verdict) and the
+arms' seeds of the next look, which the workflow reads to train and evaluate only those
+(rules/looks.smk).
+
+  python -m workflow_scripts.claims.looks --settings-json S --grid-json G \\
+      --adaptive-json A --look K [--previous lookK-1.json] --results results --out lookK.json
+  python -m workflow_scripts.claims.looks --gather look0.json ... --out claims_looks.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from workflow_scripts.claims import adaptive, decide, spec
+from workflow_scripts.claims import data as claims_data
+from workflow_scripts.core import contracts, notation, sequential
+from workflow_scripts.core.settings import Claims, Looks
+
+DECIDED = ("supported", "refuted")
+# Per (look, member): the seeds per trained arm, the look's boundary, the statistic.
+COLUMNS = ("look", "claim", "member", "seeds", "boundary", "estimate", "ci_low", "ci_high",
+           "p_support", "p_refute", "verdict", "claim_verdict", "status", "reason")
+
+
+def plan(settings: Claims, adaptive_cfg: dict, claims: list[spec.Claim],
+         recipe_seeds: dict) -> tuple[list[int], list[float]]:
+    """(seeds per arm at each look, the one-sided level of each look), fixed in advance."""
+    first = adaptive.start(adaptive.driving(claims, adaptive_cfg), recipe_seeds)
+    seeds = sequential.plan_looks(first, adaptive_cfg["max_seeds"], adaptive_cfg["step"])
+    return seeds, sequential.look_alphas(seeds, (1 - settings.ci) / 2,
+                                         adaptive_cfg["spending"])
+
+
+def _need(members: list[dict]) -> float:
+    """Seeds per arm at which the planner says the claim could be settled (NaN: by no seed
+    count, the examples limit it). Supported needs every inconclusive member supported, so
+    every one leaning that way (p_support < p_refute) with a finite count; refuted needs one
+    member refuted, so one leaning that way with a finite count."""
+    open_ = [(m.get("seeds_needed", math.nan), m.get("p_support", math.nan) <
+              m.get("p_refute", math.nan)) for m in members if m["verdict"] == "inconclusive"]
+    support = (max(n for n, _ in open_) if open_ and all(math.isfinite(n) and lean
+                                                           for n, lean in open_) else math.nan)
+    refute = min((n for n, lean in open_ if math.isfinite(n) and not lean), default=math.nan)
+    return min((n for n in (support, refute) if math.isfinite(n)), default=math.nan)
+
+
+def _state(verdict: str, need: float, k: int, seeds: list[int], budget: int) -> tuple:
+    """(status, reason) of a claim decided at look k."""
+    if verdict in DECIDED:
+        return "decided", f"{verdict} at look {k} ({seeds[k]} seeds per arm)"
+    if verdict != "inconclusive":
+        return "stopped", f"{verdict}: no seeds added"
+    if k == len(seeds) - 1:
+        return "budget spent", f"still inconclusive at the budget of {budget} seeds per arm"
+    if not math.isfinite(need):
+        return "examples limit", ("no seeds added: more seeds alone would not settle it "
+                                  f"(seeds to settle it: {notation.UNREACHABLE}, the "
+                                  "examples limit it)")
+    return "open", f"{seeds[k + 1]} seeds per arm at look {k + 1} (planner: {need:.0f})"
+
+
+def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
+             previous: dict | None, results, threads=None) -> dict:
+    claims = spec.parse(settings.claims, grid)
+    driving = adaptive.driving(claims, adaptive_cfg)
+    seeds, alphas = plan(settings, adaptive_cfg, claims, grid.recipe_seeds)
+    if k >= len(seeds):
+        raise ValueError(f"look {k} is beyond the {len(seeds)} planned looks ({seeds})")
+    if (previous is None) != (k == 0) or (previous and previous["look"] != k - 1):
+        raise ValueError(f"look {k} needs look {k - 1}'s document (--previous)")
+    if previous and previous["plan"] != {"seeds": seeds, "alphas": alphas}:
+        raise ValueError("the looks were planned with other settings: remove results/looks "
+                         "to start the looks again")
+    state = dict(previous["claims"]) if previous else {}
+    live = [c for c in driving if state.get(c.id, {}).get("status", "open") == "open"]
+    arms = {key: adaptive.seeds_at(grid.recipe_seeds[key[0]], seeds[k])
+            for c in live for key in adaptive.trained_arms(c)}
+    data = claims_data.load(results, grid, live, arms)
+    options, rows = decide.Options(settings.interval, settings.nboot, settings.ci,
+                                   settings.seed, threads=threads), []
+    for c in live:
+        # Decided at this look's level; planned at the last look's, the most lenient any
+        # look of the plan offers (what could still settle it).
+        head, *members = decide.decide_claim(c, data, options, alphas[k], alphas[-1])
+        status, reason = _state(head["verdict"], _need(members), k, seeds,
+                                adaptive_cfg["max_seeds"])
+        state[c.id] = {"status": status, "verdict": head["verdict"], "reason": reason,
+                       "look": k, "alpha": alphas[k],
+                       "arms": adaptive.arm_rows({key: arms[key]
+                                                  for key in adaptive.trained_arms(c)})}
+        rows += [{"look": k, "claim": c.id, "member": m["member"], "seeds": seeds[k],
+                  "boundary": alphas[k], "estimate": m.get("estimate", math.nan),
+                  "ci_low": m.get("ci_low", math.nan), "ci_high": m.get("ci_high", math.nan),
+                  "p_support": m.get("p_support_holm", math.nan),
+                  "p_refute": m.get("p_refute_holm", math.nan), "verdict": m["verdict"],
+                  "claim_verdict": head["verdict"], "status": status, "reason": reason}
+                 for m in members]
+    still = [c for c in live if state[c.id]["status"] == "open"]
+    nxt = {key: adaptive.seeds_at(grid.recipe_seeds[key[0]], seeds[k + 1])
+           for c in still for key in adaptive.trained_arms(c)}
+    return {"look": k, "plan": {"seeds": seeds, "alphas": alphas}, "claims": state,
+            "rows": rows, "next": adaptive.arm_rows(nxt), "stop": not still}
+
+
+def final_arms(look: dict) -> dict:
+    """{claim id: ({arm key: seeds}, alpha)}: where the last look left each driving claim."""
+    return {cid: (adaptive.arms_of(s["arms"]), s["alpha"]) for cid, s in look["claims"].items()}
+
+
+def gather(paths) -> pd.DataFrame:
+    """One row per (look, member) of every look document, in look order."""
+    rows = [r for p in paths for r in json.loads(Path(p).read_text(encoding="utf-8"))["rows"]]
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def markdown(paths, recipe_seeds: dict) -> str:
+    """The looks' section of claims.md: the path of every driving claim."""
+    looks = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    df = gather(paths)
+    last = looks[-1]
+    seeds, alphas = last["plan"]["seeds"], last["plan"]["alphas"]
+    configured = "; ".join(f"{r}: {', '.join(map(str, s))}" for r, s in recipe_seeds.items())
+    out = ["### Seeds on demand", "",
+           f"Planned looks at {', '.join(map(str, seeds))} seeds per arm, one-sided "
+           f"boundaries {', '.join(f'{a:.3g}' for a in alphas)} (alpha spent over the looks; "
+           "docs/adaptive_seeds.md). A member is supported at a look when p_support is at most "
+           "the look's boundary, refuted when p_refute is. The driving claims above are "
+           "decided as at the look that settled them; every other claim, table and figure "
+           f"uses the configured seeds ({configured}), and the training compute and usage "
+           "tables count only those trainings.", ""]
+    for cid, s in last["claims"].items():
+        out.append(f"- **{cid}** ({s['verdict']}, look {s['look']}): {s['reason']}")
+    out.append("")
+    weakest = df.loc[df["p_support"].fillna(-1.0).groupby(
+        [df["look"], df["claim"]], sort=False).idxmax().values]
+    out.append(notation.pipe_table(
+        [[str(r.look), r.claim, str(r.seeds), f"{r.boundary:.3g}", _p(r.p_support),
+          _p(r.p_refute), r.claim_verdict] for r in weakest.itertuples()],
+        ["look", "claim", "seeds per arm", "boundary", "p_support (weakest member)",
+         "p_refute", "verdict"]))
+    return "\n".join(out) + "\n"
+
+
+def _p(p) -> str:
+    return "—" if p is None or not math.isfinite(p) else f"{p:.3g}"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m workflow_scripts.claims.looks",
+                                 description="One look of seeds on demand, or gather them.")
+    ap.add_argument("--settings-json", help="core/settings.py Claims as JSON")
+    ap.add_argument("--grid-json", help="claims/spec.py Grid as JSON")
+    ap.add_argument("--adaptive-json", help="core/settings.py Looks as JSON")
+    ap.add_argument("--look", type=int)
+    ap.add_argument("--previous", help="the previous look's document (looks after the first)")
+    ap.add_argument("--results", default="results")
+    ap.add_argument("--gather", nargs="+", help="look documents -> one table (--out)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--threads", type=int)
+    a = ap.parse_args(argv)
+    if a.gather:
+        contracts.write_parquet(a.out, gather(a.gather))
+        return
+    if None in (a.settings_json, a.grid_json, a.adaptive_json, a.look):
+        ap.error("a look needs --settings-json, --grid-json, --adaptive-json and --look")
+    previous = (json.loads(Path(a.previous).read_text(encoding="utf-8"))
+                if a.previous else None)
+    try:
+        doc = run_look(a.look, Claims.from_json(a.settings_json),
+                       spec.Grid.from_dict(json.loads(a.grid_json)),
+                       json.loads(Looks.from_json(a.adaptive_json).to_json()), previous,
+                       a.results, a.threads)
+    except ValueError as e:  # SettingsError too
+        sys.exit(f"error: {e}")
+    contracts.write_text(a.out, json.dumps(doc, indent=1, allow_nan=True) + "\n")
+    for cid, s in doc["claims"].items():
+        print(f"look {a.look}: {cid}: {s['status']} ({s['reason']})")
+
+
+if __name__ == "__main__":
+    main()
