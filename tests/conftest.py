@@ -169,3 +169,18 @@ def planned_jobs(output: str) -> list[tuple[str, str, list[str]]]:
             jobs.append((rule, line.split("reason:", 1)[1].strip(), inputs))
             rule = None
     return jobs
+
+
+def trained_models(output: str) -> list[str]:
+    """The model files that the training jobs (rule train, and batch_seeds' train_seeds*)
+    of a Snakemake (dry-)run output write: one per training, however the jobs batch them."""
+    models, rule = [], None
+    for line in output.splitlines():
+        if line.startswith(("rule ", "localrule ")) and line.rstrip().endswith(":"):
+            rule = line.split()[1].rstrip(":")
+        elif rule and line.strip().startswith("output:"):
+            if rule == "train" or rule.startswith("train_seeds"):
+                models += [f for f in line.split("output:", 1)[1].strip().split(", ")
+                           if f.endswith("/model.safetensors")]
+            rule = None
+    return models
