@@ -29,11 +29,16 @@ def tiny_model(tmp_path_factory) -> Path:
 
 # Test files that use the tiny study (tiny_run below). `pytest -n N` (make test) runs each
 # of these files on one pytest-xdist worker, together, so that the session's one run of the
-# study is built once, not once per worker; every other test is scheduled on its own.
+# study is built once, not once per worker; every other test (but MODULE_STUDY_FILES') is
+# scheduled on its own.
 # (pytest-xdist's xdist_group marks cannot do it: 3.8.0 sets a node id attribute that
 # pytest 9.2 no longer reads.)
 TINY_STUDY_FILES = ("tests/test_workflow.py", "tests/cluster/test_slurm.py",
                     "tests/test_adaptive_seeds.py")
+# Files whose module fixture runs trainings (test_batching's study, test_resume's reference):
+# each on one worker too, so that the fixture is built once, not once per worker that takes
+# one of its tests; xdist queues such a group (as the tiny study's) before single tests.
+MODULE_STUDY_FILES = ("tests/test_batching.py", "tests/test_resume.py")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -45,7 +50,9 @@ def pytest_xdist_make_scheduler(config, log):
     class TinyStudyScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return "tiny_study" if path in TINY_STUDY_FILES else nodeid
+            if path in TINY_STUDY_FILES:
+                return "tiny_study"
+            return path if path in MODULE_STUDY_FILES else nodeid
 
     return TinyStudyScheduling(config, log)
 
@@ -183,3 +190,18 @@ def planned_jobs(output: str) -> list[tuple[str, str, list[str]]]:
             jobs.append((rule, line.split("reason:", 1)[1].strip(), inputs))
             rule = None
     return jobs
+
+
+def trained_models(output: str) -> list[str]:
+    """The model files that the training jobs (rule train, and batch_seeds' train_seeds*)
+    of a Snakemake (dry-)run output write: one per training, however the jobs batch them."""
+    models, rule = [], None
+    for line in output.splitlines():
+        if line.startswith(("rule ", "localrule ")) and line.rstrip().endswith(":"):
+            rule = line.split()[1].rstrip(":")
+        elif rule and line.strip().startswith("output:"):
+            if rule == "train" or rule.startswith("train_seeds"):
+                models += [f for f in line.split("output:", 1)[1].strip().split(", ")
+                           if f.endswith("/model.safetensors")]
+            rule = None
+    return models

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import pandas as pd
@@ -148,13 +149,15 @@ def test_tiny_ladder_end_to_end_and_resume(tmp_path):
     for batch, methods in (({"batch_seeds": True}, ["bp"]),
                            ({"batch_seeds": True, "batch_methods": True}, ["bp", "fa"])):
         batched = tmp_path / f"batched{len(batch)}"
+        shutil.copytree(tmp_path / "data", batched / "data")  # the digits, prepared above
         cfg_b = write_config(tmp_path / f"tiny_batched{len(batch)}.yaml",
                              {**TINY["ladder"], **batch, "methods": methods,
                               "crosscheck": False})
         runs = [f"results/ladder/runs/t/{m}/k{k}/seed{seed}.parquet" for m in methods
                 for k in (0, 1) for seed in (1, 2)]
         proc = snakemake(batched, *runs, "--configfile", cfg_b, "--cores", "2")
-        assert by_rule(job_counts(proc.stdout + proc.stderr))["ladder_train"] == 2  # k = 0, 1
+        counts = by_rule(job_counts(proc.stdout + proc.stderr))
+        assert counts["ladder_train"] == 2 and "ladder_prepare" not in counts  # k = 0, 1
         for k in (0, 1):
             assert (batched / f"results/ladder/runs/t/fa/k{k}/seed2.parquet").exists() == (
                 "fa" in methods)

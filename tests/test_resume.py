@@ -83,8 +83,10 @@ def test_killed_training_resumes_to_the_same_model(tiny_model, data, strategy, r
     cmd = functools.partial(_train_cmd, tiny_model, data / "t.parquet", strategy=strategy)
     if strategy == "top":  # the CLI runs train() as top_reference does (one thread)
         ref = request.getfixturevalue("top_reference")[0]
-    else:
-        subprocess.run(cmd(ref), env=_env(), check=True, capture_output=True)
+    else:  # the CLI's main in this process: one import of sentence-transformers less
+        from workflow_scripts.biencoder.train import main
+
+        main(cmd(ref)[3:])  # [python, -m, module, *args]
 
     # Slow each step down so the job can be killed between checkpoints.
     proc = subprocess.Popen(cmd(out, step_delay=0.4), env=_env(),

@@ -18,6 +18,10 @@ def tiny_config(model_dir) -> dict:
         "depths": [1, 2],
         "strategies": ["top"],
         "max_seq_length": 32,
+        # As the default config: one train_seeds job per arm trains both seeds (a process
+        # start less per model). Rule train's own jobs run in tests/test_batching.py's
+        # study; test_workflow.py's added-seed dry run plans them.
+        "batch_seeds": True,
         "recipes": {
             "r1": {"batch_size": 4, "steps": 2, "lr": 1e-3, "warmup": 0, "seeds": [1, 2]},
             "r4": {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 0, "seeds": [1, 2],
