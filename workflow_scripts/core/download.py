@@ -38,7 +38,7 @@ class UnsafeArchiveError(ValueError):
     """An archive member would land outside the destination (absolute path or `..`)."""
 
 
-class _Transient(Exception):
+class Transient(Exception):
     """A failure worth another attempt (5xx, 429, broken or truncated transfer)."""
 
     def __init__(self, msg: str, retry_after: float | None = None):
@@ -71,19 +71,7 @@ def fetch(url: str, dest, *, md5: str | None = None, sha256: str | None = None,
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
-    for attempt in range(retries + 1):
-        try:
-            _attempt(url, part, timeout, chunk_size)
-            break
-        except _Transient as e:
-            if attempt == retries:
-                raise DownloadError(f"{url}: giving up after {retries + 1} attempt(s): {e}") \
-                    from None
-            delay = min(backoff * 2 ** attempt, MAX_BACKOFF)
-            if e.retry_after is not None:
-                delay = max(delay, min(e.retry_after, MAX_BACKOFF))
-            _say(f"{url}: {e}; retry {attempt + 1}/{retries} in {delay:.2f} s")
-            time.sleep(delay)
+    with_retries(url, lambda: _attempt(url, part, timeout, chunk_size), retries, backoff)
 
     if expected:
         actual = file_digests(part, expected)
@@ -94,6 +82,23 @@ def fetch(url: str, dest, *, md5: str | None = None, sha256: str | None = None,
             raise DownloadError(f"{url}: checksum mismatch for {dest}: {diff}")
     os.replace(part, dest)
     return dest
+
+
+def with_retries(url: str, attempt, retries: int, backoff: float):
+    """`attempt()`, tried again after a transient failure (`retries` times at most, waiting
+    min(backoff * 2**(k-1), 60 s) before retry k, longer if the server says Retry-After)."""
+    for k in range(retries + 1):
+        try:
+            return attempt()
+        except Transient as e:
+            if k == retries:
+                raise DownloadError(f"{url}: giving up after {retries + 1} attempt(s): {e}") \
+                    from None
+            delay = min(backoff * 2 ** k, MAX_BACKOFF)
+            if e.retry_after is not None:
+                delay = max(delay, min(e.retry_after, MAX_BACKOFF))
+            _say(f"{url}: {e}; retry {k + 1}/{retries} in {delay:.2f} s")
+            time.sleep(delay)
 
 
 def _attempt(url: str, part: Path, timeout: float, chunk_size: int) -> None:
@@ -114,13 +119,13 @@ def _attempt(url: str, part: Path, timeout: float, chunk_size: int) -> None:
             if offset and total == offset:
                 return
             part.unlink(missing_ok=True)
-            raise _Transient(f"HTTP 416 for a range from byte {offset}; restarting") from None
+            raise Transient(f"HTTP 416 for a range from byte {offset}; restarting") from None
         if status == 429 or status >= 500:
-            raise _Transient(f"HTTP {status}", _retry_after(headers)) from None
+            raise Transient(f"HTTP {status}", _retry_after(headers)) from None
         raise DownloadError(f"{url}: HTTP {status} {e.reason}") from None
     except (urllib.error.URLError, http.client.HTTPException, ConnectionError,
             TimeoutError) as e:
-        raise _Transient(f"connection failed: {e}") from None
+        raise Transient(f"connection failed: {e}") from None
 
     with resp:
         length = resp.headers.get("Content-Length")
@@ -129,7 +134,7 @@ def _attempt(url: str, part: Path, timeout: float, chunk_size: int) -> None:
             start, total = _content_range(resp.headers.get("Content-Range"))
             if start != offset:
                 part.unlink(missing_ok=True)
-                raise _Transient(f"server resumed at byte {start}, not {offset}; restarting")
+                raise Transient(f"server resumed at byte {start}, not {offset}; restarting")
             if total is None and length is not None:
                 total = offset + length
         else:
@@ -149,16 +154,16 @@ def _attempt(url: str, part: Path, timeout: float, chunk_size: int) -> None:
                 f.flush()
                 os.fsync(f.fileno())
         except (http.client.HTTPException, ConnectionError, TimeoutError) as e:
-            raise _Transient(f"transfer broke at byte {part.stat().st_size}: {e!r}") from None
+            raise Transient(f"transfer broke at byte {part.stat().st_size}: {e!r}") from None
         finally:
             progress.close()
 
     # http.client returns EOF (not an error) when the peer closes early: compare sizes.
     if total is not None and size < total:
-        raise _Transient(f"transfer truncated at byte {size} of {total}")
+        raise Transient(f"transfer truncated at byte {size} of {total}")
     if total is not None and size > total:
         part.unlink()
-        raise _Transient(f"got {size} bytes, more than the announced {total}; restarting")
+        raise Transient(f"got {size} bytes, more than the announced {total}; restarting")
 
 
 def _content_range(value: str | None) -> tuple[int | None, int | None]:

@@ -18,26 +18,19 @@ import hashlib
 import http.client
 import io
 import json
-import time
 import urllib.error
 import urllib.request
 import zlib
 from pathlib import Path
 
 from workflow_scripts.core.download import (
-    MAX_BACKOFF,
     USER_AGENT,
     DownloadError,
+    Transient,
     _retry_after,
-    _say,
     file_digests,
+    with_retries,
 )
-
-
-class _Retry(Exception):
-    def __init__(self, msg: str, retry_after: float | None = None):
-        super().__init__(msg)
-        self.retry_after = retry_after
 
 
 class _CountingReader(io.RawIOBase):
@@ -67,19 +60,8 @@ def fetch_head(url: str, n_lines: int, dest, record_path, *, key: str = "lines",
             record = None  # another source: a new record
         elif dest.exists() and file_digests(dest, ["sha256"])["sha256"] == record["sha256"]:
             return record
-    for attempt in range(retries + 1):
-        try:
-            got = _stream_head(url, n_lines, dest, timeout)
-            break
-        except _Retry as e:
-            if attempt == retries:
-                raise DownloadError(f"{url}: giving up after {retries + 1} attempt(s): {e}") \
-                    from None
-            delay = min(backoff * 2 ** attempt, MAX_BACKOFF)
-            if e.retry_after is not None:
-                delay = max(delay, min(e.retry_after, MAX_BACKOFF))
-            _say(f"{url}: {e}; retry {attempt + 1}/{retries} in {delay:.2f} s")
-            time.sleep(delay)
+    got = with_retries(url, lambda: _stream_head(url, n_lines, dest, timeout), retries,
+                       backoff)
     if got["lines"] < n_lines:
         dest.unlink()
         raise DownloadError(f"{url}: the file has {got['lines']} lines, fewer than the "
@@ -106,11 +88,11 @@ def _stream_head(url: str, n_lines: int, dest: Path, timeout: float) -> dict:
     except urllib.error.HTTPError as e:
         with e:
             if e.code == 429 or e.code >= 500:
-                raise _Retry(f"HTTP {e.code}", _retry_after(e.headers)) from None
+                raise Transient(f"HTTP {e.code}", _retry_after(e.headers)) from None
             raise DownloadError(f"{url}: HTTP {e.code} {e.reason}") from None
     except (urllib.error.URLError, http.client.HTTPException, ConnectionError,
             TimeoutError) as e:
-        raise _Retry(f"connection failed: {e}") from None
+        raise Transient(f"connection failed: {e}") from None
     sha, lines = hashlib.sha256(), 0
     with resp:
         size = resp.headers.get("Content-Length")
@@ -125,6 +107,6 @@ def _stream_head(url: str, n_lines: int, dest: Path, timeout: float) -> dict:
         except (gzip.BadGzipFile, zlib.error) as e:
             raise DownloadError(f"{url}: not a gzip file ({e})") from None
         except (EOFError, http.client.HTTPException, ConnectionError, TimeoutError) as e:
-            raise _Retry(f"transfer broke after {counted.bytes_read} bytes: {e!r}") from None
+            raise Transient(f"transfer broke after {counted.bytes_read} bytes: {e!r}") from None
     return {"lines": lines, "sha256": sha.hexdigest(), "bytes_read": counted.bytes_read,
             "file_bytes": int(size) if size is not None else None}
