@@ -361,6 +361,15 @@ def coherence_doc(calls: pd.DataFrame) -> dict:
     return json.loads(json.dumps(doc, default=contracts._json_default))
 
 
+def write_latency_runs(results, calls: pd.DataFrame, runs: int) -> None:
+    """The latency stage's files for `calls`: one parquet per run and the coherence doc."""
+    for r in range(runs):
+        path = results / f"latency/run{r}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        calls[calls.run == r].to_parquet(path)
+    (results / "latency/coherence.json").write_text(json.dumps(coherence_doc(calls)))
+
+
 def test_latency_claims():
     calls = latency_calls(slope=3.0)
     data = Data(latency_calls=calls, coherence=coherence_doc(calls))
@@ -436,11 +445,7 @@ def test_paper_claims_on_synthetic_per_query_files(tmp_path):
             _write_eval(results / f"eval/base/top{depth}/{bench}.parquet", "base", depth, -1,
                         bench, 0.1 + effects, qids)
     calls = latency_calls(slope=0.33, base=12.3, depths=tuple(config["depths"]))
-    for r in range(config["latency"]["runs"]):
-        path = results / f"latency/run{r}.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        calls[calls.run == r].to_parquet(path)
-    (results / "latency/coherence.json").write_text(json.dumps(coherence_doc(calls)))
+    write_latency_runs(results, calls, config["latency"]["runs"])
     _write_onsets(results / "stats", config, onset=40000.0)
     assert all(p.exists() for p in layout.input_files(results, g, claims))
     cli.main(["--config", str(ROOT / "config/paper.yaml"), "--results", str(results),

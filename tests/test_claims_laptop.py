@@ -4,12 +4,10 @@ implies, the untrained base (one deterministic model) compared with trained arms
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 from conftest import ROOT
-from test_claims import _write_eval, coherence_doc, latency_calls
+from test_claims import _write_eval, latency_calls, write_latency_runs
 
 from workflow_scripts.claims import __main__ as cli
 from workflow_scripts.claims import layout, spec
@@ -42,11 +40,7 @@ def test_laptop_claims_on_synthetic_per_query_files(tmp_path):
                                 strategy=strategy)
     # Latency 1 + 1 x depth: L3 / L6 = 4 / 7, under the claimed 0.6
     calls = latency_calls(slope=1.0, base=1.0, depths=tuple(config["depths"]))
-    for run in range(config["latency"]["runs"]):
-        path = results / f"latency/run{run}.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        calls[calls.run == run].to_parquet(path)
-    (results / "latency/coherence.json").write_text(json.dumps(coherence_doc(calls)))
+    write_latency_runs(results, calls, config["latency"]["runs"])
     assert all(p.exists() for p in layout.input_files(results, grid, claims))
     cli.main(["--config", str(ROOT / "config/laptop.yaml"), "--results", str(results),
               "--threads", "1", "--table", str(tmp_path / "claims.parquet"),

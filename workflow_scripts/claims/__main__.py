@@ -52,11 +52,6 @@ def _inside(path: Path, folder: Path) -> bool:
     return path.resolve().is_relative_to(folder.resolve())
 
 
-def options(s: Claims, threads: int | None = None) -> decide.Options:
-    return decide.Options(s.interval, s.nboot, s.ci, s.seed, s.ladder_interval, s.ladder_nboot,
-                          s.ladder_ci, s.ladder_seed, s.latency_nboot, s.latency_seed, threads)
-
-
 def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads=None,
         look_files=()):
     """look_files: the looks of seeds on demand (claims/looks.py), first to last: each
@@ -71,7 +66,7 @@ def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads
                 at_looks[c.id] = (claims_data.load(results, grid, [c], arms), alpha)
     rest = [c for c in claims if c.id not in at_looks]
     data = claims_data.load(results, grid, rest)
-    table = decide.decide(claims, data, options(settings, threads), at_looks)
+    table = decide.decide(claims, data, decide.Options.from_settings(settings, threads), at_looks)
     contracts.write_parquet(table_path, table)
     md = render.markdown(table)
     if look_files:

@@ -67,6 +67,12 @@ class Options:
     latency_seed: int = 0
     threads: int | None = None
 
+    @classmethod
+    def from_settings(cls, s, threads: int | None = None) -> Options:
+        """From the Claims stage settings (core/settings.Claims)."""
+        return cls(s.interval, s.nboot, s.ci, s.seed, s.ladder_interval, s.ladder_nboot,
+                   s.ladder_ci, s.ladder_seed, s.latency_nboot, s.latency_seed, threads)
+
     def for_study(self, study: str) -> dict:
         if study == "ladder":
             return {"method": self.ladder_interval, "nboot": self.ladder_nboot,

@@ -100,8 +100,7 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
     arms = {key: adaptive.seeds_at(grid.recipe_seeds[key[0]], seeds[k])
             for c in live for key in adaptive.trained_arms(c)}
     data = claims_data.load(results, grid, live, arms)
-    options, rows = decide.Options(settings.interval, settings.nboot, settings.ci,
-                                   settings.seed, threads=threads), []
+    options, rows = decide.Options.from_settings(settings, threads), []
     for c in live:
         # Decided at this look's level; planned at the last look's, the most lenient any
         # look of the plan offers (what could still settle it).
