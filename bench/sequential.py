@@ -3,18 +3,21 @@ claim at several looks as seeds are added (core/sequential.py), against the fixe
 the naive procedure that decides every look at level alpha.
 
 bench/sequential_sim.py draws the studies and gives each one's path of calibrated p-values
-over the looks 3, 4, ..., max_seeds (one look per seed). Each rule then walks the path: at look
-k the claim is supported when p_support <= its level, refuted when p_refute <= its level, else
-it gets more seeds until the last look (inconclusive). Rules (sequential.look_alphas): the
-spending ("OF" O'Brien-Fleming, "Pocock", "Bonferroni"), the boundary (union, normal, t),
-"from n" (min_decide: the looks before n seeds only add seeds), "union before 5, t from 5"
-(the union levels at 3 and 4 seeds, the t boundary of the later looks as one block spending
-their increments: valid by the union bound over the two blocks), "seed df" (the exact t boundary
-on p-values computed with the seed df n - 1 instead of the calibrated df: a different
-statistic, not the claims'), "+ planner" (also stops a claim early, inconclusive, when
-seed_planning says no seed count settles it). "fixed at n" decides once, at n seeds, at alpha:
-its power curve over n gives, for each rule, the smallest fixed design with at least the
-rule's power (the equal-power fixed n), from the same studies.
+over the looks 3, 4, ..., max_seeds (one look per seed). Each rule then walks the path (all of
+it, or its own looks: "3 looks" at the start, (start + max) // 2 and the max, "2 looks" at the
+start and the max): at look k the claim is supported when p_support <= its level, refuted when
+p_refute <= its level, else it gets more seeds until the last look (inconclusive). Rules
+(sequential.look_alphas): the spending ("OF" O'Brien-Fleming, "Pocock", "Bonferroni"), the
+boundary (union, normal, t), "from n" (min_decide: the looks before n seeds only add seeds),
+"union before 5, t from 5" (the union levels at 3 and 4 seeds, the t boundary of the later
+looks as one block spending their increments: valid by the union bound over the two blocks),
+"seed df" (the exact t boundary on p-values computed with the seed df n - 1 instead of the
+calibrated df: a different statistic, not the claims'), "+ planner" (also stops a claim
+early, inconclusive, when seed_planning says no seed count settles it). "fixed at n" decides
+once, at n seeds, at alpha: its power curve over n gives, for each rule, the smallest fixed
+design with at least the rule's power (the equal-power fixed n), from the same studies. Last,
+plans whose last look is beyond the fixed design's 10 seeds (3/6/11, 3/6/12), at the effect
+that design sees, against its power.
 
     nice -n 10 .venv/bin/python bench/sequential.py [--quick] [--full]
 """
@@ -47,6 +50,16 @@ class Rule:
     seed_df: bool = False  # p on the seed df (n - 1), not the calibrated df
     planner: bool = False
     t_from: int = 0  # > 0: union levels before this many seeds, the t boundary from there
+    plan: str | tuple = "each seed"  # "start, middle, max", "start, max" or the seed counts
+
+    def looks(self, every: list[int]) -> list[int]:
+        """The rule's looks among every seed count from the start to the maximum."""
+        if isinstance(self.plan, tuple):
+            return list(self.plan)
+        if self.plan == "each seed":
+            return list(every)
+        middle = [(every[0] + every[-1]) // 2] if self.plan == "start, middle, max" else []
+        return sorted({every[0], *middle, every[-1]})
 
     def levels(self, looks: list[int]) -> list[float]:
         if self.spending == "fixed":
@@ -69,10 +82,13 @@ def _block_t(looks: tuple[int, ...], increments: tuple[float, ...]) -> list[floa
 
 
 DEFAULT = Rule("**OF union (default)**")
-COMPARED = (DEFAULT.label, "OF t from 4")  # the rules the equal-power comparison shows
+THREE = Rule("OF union, 3 looks", plan="start, middle, max")
+COMPARED = (DEFAULT.label, THREE.label, "OF t from 4")  # the equal-power comparison's rules
 RULES = (
     Rule("fixed at max", "fixed"), Rule("naive (alpha each look)", "naive"),
-    DEFAULT, Rule("OF union + planner", planner=True), Rule("OF union from 4", min_decide=4),
+    DEFAULT, Rule("OF union + planner", planner=True), THREE,
+    Rule("OF union, 3 looks + planner", plan="start, middle, max", planner=True),
+    Rule("OF union, 2 looks", plan="start, max"), Rule("OF union from 4", min_decide=4),
     Rule("OF normal", boundary="normal"), Rule("OF t", boundary="t"),
     Rule("OF normal from 4", boundary="normal", min_decide=4),
     Rule("OF t from 4", boundary="t", min_decide=4),
@@ -82,6 +98,10 @@ RULES = (
     Rule("Pocock union", "pocock"), Rule("Pocock t", "pocock", "t"),
     Rule("Pocock t from 5", "pocock", "t", min_decide=5), Rule("Bonferroni", "bonferroni"),
 )
+# A plan whose last look is beyond the fixed design's seeds, at that design's effect: can
+# it match the fixed design's power with fewer seeds on average?
+BEYOND_FIXED, BEYOND = 10, (Rule("OF union, looks 3/6/11", plan=(3, 6, 11)),
+                            Rule("OF union, looks 3/6/12", plan=(3, 6, 12)))
 
 
 def walk(p: np.ndarray, far: np.ndarray, lv: list[float], looks: list[int], planner: bool):
@@ -102,9 +122,9 @@ def walk(p: np.ndarray, far: np.ndarray, lv: list[float], looks: list[int], plan
     return verdict, used
 
 
-def run_cell(cell: sim.Cell, studies: int, chunk: int = 1000) -> dict:
+def run_cell(cell: sim.Cell, studies: int, rules=None, chunk: int = 1000) -> dict:
     rng = cell.rng()
-    looks = sq.plan_looks(sim.START, cell.max_seeds)
+    looks = sq.plan_looks(sim.START, cell.max_seeds, step=1)
     paths, seed_paths, fars, z_first_last = [], [], [], []
     done = 0
     while done < studies:
@@ -124,9 +144,11 @@ def run_cell(cell: sim.Cell, studies: int, chunk: int = 1000) -> dict:
            "tail": {n: [float(np.mean(p[:, k] <= a)) for a in tables.TAIL]
                     for k, n in enumerate(looks) if n in TAIL_SEEDS},
            "fixed_at": {n: float(np.mean(p[:, k] <= sim.ALPHA)) for k, n in enumerate(looks)}}
-    for rule in RULES:
-        verdict, used = walk(p_seed if rule.seed_df else p, far, rule.levels(looks), looks,
-                             rule.planner)
+    for rule in rules or RULES:
+        sub = rule.looks(looks)
+        cols = [looks.index(n) for n in sub]
+        verdict, used = walk((p_seed if rule.seed_df else p)[:, cols], far[:, cols],
+                             rule.levels(sub), sub, rule.planner)
         out[rule.label] = {"supported": int((verdict == 1).sum()),
                            "refuted": int((verdict == -1).sum()), "n": len(verdict),
                            "seeds": float(used.mean()),
@@ -152,8 +174,18 @@ def main() -> None:
                 e: run_cell(sim.Cell(regime, top, e), args.power_studies if e else args.studies)
                 for e in sim.EFFECTS}
             print(f"{regime}, {sim.START}-{top} seeds: done", file=sys.stderr)
+    beyond = {}
+    for regime in sim.REGIMES:
+        top = max(r.plan[-1] for r in BEYOND)
+        beyond[regime] = {e: run_cell(sim.Cell(regime, top, e, scale=BEYOND_FIXED),
+                                      args.power_studies if e else args.studies, BEYOND)
+                          for e in sim.EFFECTS}
+        print(f"{regime}, beyond {BEYOND_FIXED} seeds: done", file=sys.stderr)
     wall = time.perf_counter() - t0
     out = tables.report(results, RULES, COMPARED, args)
+    out += ["", f"Looks beyond the fixed design's {BEYOND_FIXED} seeds, at its effect (delta in sd "
+            f"of the estimate at {BEYOND_FIXED} seeds):", ""]
+    out += tables.beyond_table(beyond, BEYOND, BEYOND_FIXED)
     out.append(f"\nwall time {wall:.0f} s")
     print("\n".join(out))
 

@@ -13,8 +13,9 @@ it" (the examples limit it), vectorised and checked against seed_planning the sa
 Regimes: seeds dominate (seed sd 0.02, interaction 0.02, noise 0.05), balanced (seed sd
 0.005), examples dominate (seed sd 0.002, interaction 0.05, noise 0.02: information grows
 barely with seeds). Truths: the hardest null (delta = threshold), and delta = 2.5 and 4 true
-standard deviations of the estimate at max_seeds. Each cell has its own generator, seeded from
-its name.
+standard deviations of the estimate at max_seeds (or at `scale` seeds: a plan whose maximum
+is beyond a fixed design's, at that design's effect). Each cell has its own generator, seeded
+from its name.
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ class Cell:
     regime: str
     max_seeds: int
     effect: float
+    scale: int = 0  # > 0: the effect in true sds at this many seeds, not at max_seeds
 
     def rng(self) -> np.random.Generator:
-        digest = hashlib.sha256(repr((self.regime, self.max_seeds, self.effect)).encode())
+        name = (self.regime, self.max_seeds, self.effect) + ((self.scale,) if self.scale else ())
+        digest = hashlib.sha256(repr(name).encode())
         return np.random.default_rng(int.from_bytes(digest.digest()[:8], "little"))
 
     def sd_at(self, n: int) -> float:
@@ -59,7 +62,7 @@ class Cell:
         return math.sqrt(2 * (seed**2 / n + inter**2 / QUERIES + noise**2 / (n * QUERIES)))
 
     def delta(self) -> float:
-        return self.effect * self.sd_at(self.max_seeds)
+        return self.effect * self.sd_at(self.scale or self.max_seeds)
 
 
 def draw(cell: Cell, rng, n: int) -> np.ndarray:

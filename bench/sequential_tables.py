@@ -81,6 +81,24 @@ def compare_table(results: dict, label: str) -> list[str]:
     return lines
 
 
+def beyond_table(beyond: dict, rules, fixed: int) -> list[str]:
+    """Plans whose last look is beyond a fixed design's seeds, per regime: false "supported"
+    % [95% Wilson] and, per effect (in sd at `fixed` seeds), power % / mean seeds against the
+    fixed design at `fixed` (the same studies)."""
+    lines = ["| regime | rule | false supported % | " + " | ".join(
+        f"{e:g} sd: rule | fixed at {fixed}" for e in EFFECTS[1:]) + " |",
+        "|" + "---|" * (3 + 2 * len(EFFECTS[1:]))]
+    for regime, res in beyond.items():
+        for rule in rules:
+            x = res[0.0][rule.label]
+            lo, hi = wilson(x["supported"], x["n"])
+            cells = [f"{_rate(res[e][rule.label]):.1f} / {res[e][rule.label]['seeds']:.2f} | "
+                     f"{100 * res[e]['fixed_at'][fixed]:.1f} / {fixed}" for e in EFFECTS[1:]]
+            lines.append(f"| {regime} | {rule.label} | {_rate(x):.2f} [{100 * lo:.2f}, "
+                         f"{100 * hi:.2f}] | " + " | ".join(cells) + " |")
+    return lines
+
+
 def long_table(results: dict, rules) -> list[str]:
     """One row per regime, plan, truth and rule: supported, refuted, seeds."""
     lines = ["| regime | looks | delta (sd) | rule | supported % | refuted % | mean seeds |",
@@ -123,20 +141,22 @@ def tail_table(results: dict) -> list[str]:
 
 
 def level_table(rules) -> list[str]:
-    lines = ["| looks | rule | nominal one-sided level per look (%) |", "|---|---|---|"]
+    lines = ["| plan | rule | seeds: nominal one-sided level per look (%) |", "|---|---|---|"]
     for top in MAXIMA:
-        looks = list(range(START, top + 1))
         for rule in rules:
             if rule.spending in ("fixed", "naive") or rule.planner:
                 continue
+            looks = rule.looks(list(range(START, top + 1)))
             lines.append(f"| {START}-{top} | {rule.label} | "
-                         + ", ".join(f"{100 * a:.3f}" for a in rule.levels(looks)) + " |")
+                         + ", ".join(f"{n}: {100 * a:.3f}" for n, a in
+                                     zip(looks, rule.levels(looks), strict=True)) + " |")
     return lines
 
 
 def report(results: dict, rules, compared, args) -> list[str]:
     legend = ("cells: S seeds dominate, B balanced, E examples dominate; looks from "
-              f"{START} seeds to the maximum, one per seed")
+              f"{START} seeds to the maximum, one per seed, except the rules with 3 looks "
+              "(start, (start + max) // 2, max) or 2 looks (start, max)")
     out = ["Nominal one-sided level per look (%), alpha = 2.5%:", ""] + level_table(rules)
     out += ["", f"False supported % [95% Monte Carlo interval], hardest null, {args.studies} "
             f"studies per cell (bold: the whole interval above alpha); {legend}:", ""]

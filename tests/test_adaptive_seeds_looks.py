@@ -14,19 +14,20 @@ import pytest
 
 from workflow_scripts.claims import adaptive, looks, spec
 from workflow_scripts.core import contracts, sequential
-from workflow_scripts.core.settings import Claims
+from workflow_scripts.core.settings import Claims, Looks
 
 BENCH = ("b1", "b2")
 QUERIES = 200
 SEEDS = list(range(1, 9))  # every seed a look could ask for: 3 configured, up to 8
 
 
-def _config(claims: list[dict], max_seeds: int = 8) -> dict:
+def _config(claims: list[dict], max_seeds: int = 8, **plan) -> dict:
+    """`plan`: step= or looks= (default step 1)."""
     return {"recipes": {"r1": {"seeds": [1, 2, 3]}}, "depths": [1, 2, 3],
             "strategies": ["top"], "benchmarks": list(BENCH), "claims": claims,
             "stats": {"interval": "calibrated", "nboot": 200, "ci": 0.95, "seed": 0},
             "adaptive_seeds": {"claims": [c["id"] for c in claims], "max_seeds": max_seeds,
-                               "step": 1, "spending": "obrien-fleming"}}
+                               **(plan or {"step": 1}), "spending": "obrien-fleming"}}
 
 
 def _write_results(results, means: dict, seed_sd: float, rng) -> None:
@@ -113,6 +114,36 @@ def test_seed_noise_claim_is_driven_to_a_decision_and_examples_limited_gets_none
     assert f"| {k} | deeper | {plan[k]} |" in md and "uses the configured seeds (r1: 1, 2, 3)" in md
 
 
+def test_explicit_looks_decide_at_the_listed_seed_counts(tmp_path):
+    rng = np.random.default_rng(5)
+    results = tmp_path / "results"
+    _write_results(results, {1: 0.40, 2: 0.43}, seed_sd=0.01, rng=rng)
+    claims = [{"id": "deeper", "statement": "L2 beats L1", "a": {"recipe": "r1", "depth": 1},
+               "b": {"recipe": "r1", "depth": 2}, "test": "greater"}]
+    config = _config(claims, max_seeds=8, looks=[3, 5, 8])
+    # The workflow passes the stage's settings as JSON: the list survives the round trip.
+    adaptive_cfg = json.loads(Looks.from_json(Looks.from_config(config).to_json()).to_json())
+    assert adaptive_cfg["looks"] == [3, 5, 8] and adaptive_cfg["step"] is None
+    settings, grid = Claims.from_config(config), spec.grid_from_config(config)
+    docs, previous = [], None
+    for k in range(3):
+        previous = looks.run_look(k, settings, grid, adaptive_cfg, previous, results)
+        docs.append(json.loads(json.dumps(previous)))
+        if previous["stop"]:
+            break
+    alphas = sequential.look_alphas([3, 5, 8], 0.025, "obrien-fleming")
+    assert docs[0]["plan"] == {"seeds": [3, 5, 8], "alphas": pytest.approx(alphas, rel=1e-12)}
+    assert alphas[-1] > 0.02  # three looks keep most of alpha for the last
+    # Open at 3 seeds, the next look jumps to 5 seeds, then 8; decided within the budget.
+    assert docs[0]["claims"]["deeper"]["status"] == "open"
+    assert adaptive.arms_of(docs[0]["next"]) == {("r1", "top", d): SEEDS[:5] for d in (1, 2)}
+    last = docs[-1]["claims"]["deeper"]
+    assert last["status"] == "decided" and last["verdict"] == "supported"
+    k = last["look"]
+    assert k > 0 and last["alpha"] == pytest.approx(alphas[k], rel=1e-12)
+    assert adaptive.arms_of(last["arms"])[("r1", "top", 1)] == SEEDS[:[3, 5, 8][k]]
+
+
 def _write_docs(tmp_path, docs) -> list:
     paths = []
     for doc in docs:
@@ -143,6 +174,14 @@ def test_the_schema_offers_the_spending_functions_of_core_sequential():
     assert tuple(schema_node("adaptive_seeds.spending")[0]["enum"]) == sequential.SPENDINGS
 
 
+@pytest.mark.parametrize("value", [[3, 1, 8], "3, 5, 8", [3, 5.5, 8], []])
+def test_the_schema_rejects_looks_that_are_not_seed_counts(value):
+    from workflow_scripts.core.settings import SettingsError
+
+    with pytest.raises(SettingsError, match=r"config key adaptive_seeds\.looks"):
+        Looks.from_json(json.dumps({"claims": ["d"], "max_seeds": 8, "looks": value}))
+
+
 def test_seeds_continue_after_the_recipes_own():
     assert adaptive.seeds_at([42, 43, 44], 5) == [42, 43, 44, 45, 46]
     assert adaptive.seeds_at([7, 3], 2) == [7, 3]
@@ -152,6 +191,14 @@ def test_seeds_continue_after_the_recipes_own():
     ({"claims": ["nope"]}, "adaptive_seeds.claims[0]: 'nope' is not a claim id"),
     ({"claims": ["lat"]}, "reads the latency study"),
     ({"max_seeds": 3}, "max_seeds: 3 is not more than the 3 seeds"),
+    ({"looks": [3, 5, 8]}, "adaptive_seeds.looks: give the looks or a step, not both"),
+    ({"step": None, "looks": [3, 5, 5, 8]},
+     "adaptive_seeds.looks: the seed counts must increase strictly; 5 follows 5 (looks[2])"),
+    ({"step": None, "looks": [2, 5, 8]},
+     "adaptive_seeds.looks: the first look must be at the 3 seeds the driving claims' "
+     "recipes start with; got 2"),
+    ({"step": None, "looks": [3, 5, 10]},
+     "adaptive_seeds.looks: the last look must be at max_seeds (8); got 10"),
 ])
 def test_bad_adaptive_seeds_stop_the_config_check(change, message):
     from workflow_scripts.study_config import claim_errors

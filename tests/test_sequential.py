@@ -22,6 +22,30 @@ def test_plan_looks_counts_from_start_to_the_maximum():
     assert sq.plan_looks(3, 10, 3) == [3, 6, 9, 10]  # the maximum is always the last look
     assert sq.plan_looks(3, 9, 3) == [3, 6, 9]
     assert sq.plan_looks(5, 5) == [5]
+    assert sq.plan_looks(3, 6, step=None) == [3, 4, 5, 6]  # no step: one look per seed
+
+
+def test_plan_looks_takes_an_explicit_list():
+    assert sq.plan_looks(3, 10, looks=[3, 6, 10]) == [3, 6, 10]
+    assert sq.plan_looks(3, 10, looks=(np.int64(3), 10)) == [3, 10]
+    # Few looks keep most of alpha for the last one (the union levels, docs/statistics.md).
+    levels = sq.look_alphas(sq.plan_looks(3, 10, looks=[3, 6, 10]), ALPHA)
+    assert levels == pytest.approx([0.0000427, 0.003765, 0.021192], abs=5e-7)
+    assert sum(levels) == pytest.approx(ALPHA, rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"looks": [3, 6, 10], "step": 3}, "the looks or the step, not both"),
+    ({"looks": [3, 6, 6, 10]}, r"looks must increase strictly; got \[3, 6, 6, 10\]"),
+    ({"looks": [4, 10]}, r"looks must run from start \(3\) to max_seeds \(10\)"),
+    ({"looks": [3, 6, 9]}, r"looks must run from start \(3\) to max_seeds \(10\)"),
+    ({"looks": [3, 6.0, 10]}, r"looks\[1\] must be an integer"),
+    ({"looks": 10}, "looks must be a list of seed counts"),
+    ({"looks": []}, "looks must hold at least one look"),
+])
+def test_plan_looks_rejects_bad_lists(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        sq.plan_looks(3, 10, **kwargs)
 
 
 @pytest.mark.parametrize("args, match", [

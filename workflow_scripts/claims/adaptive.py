@@ -68,6 +68,28 @@ def errors(adaptive: dict | None, claims: list[Claim], recipe_seeds: dict) -> li
     if adaptive["max_seeds"] <= first:
         return [f"{WHERE}.max_seeds: {adaptive['max_seeds']} is not more than the {first} "
                 "seeds the driving claims' recipes start with"]
+    looks = adaptive.get("looks")
+    if looks is not None and adaptive.get("step") is not None:
+        return [f"{WHERE}.looks: give the looks or a step, not both (step "
+                f"{adaptive['step']}, looks {looks})"]
+    if looks is not None:
+        return looks_errors(looks, first, adaptive["max_seeds"])
+    return []
+
+
+def looks_errors(looks: list[int], first: int, max_seeds: int) -> list[str]:
+    """`adaptive_seeds.looks` against the plan's ends (core/sequential.plan_looks checks the
+    same; this one runs when the Snakefile is parsed, without numpy)."""
+    where = f"{WHERE}.looks"
+    bad = next((i for i in range(1, len(looks)) if looks[i] <= looks[i - 1]), None)
+    if bad is not None:
+        return [f"{where}: the seed counts must increase strictly; {looks[bad]} follows "
+                f"{looks[bad - 1]} (looks[{bad}])"]
+    if looks[0] != first:
+        return [f"{where}: the first look must be at the {first} seeds the driving claims' "
+                f"recipes start with; got {looks[0]}"]
+    if looks[-1] != max_seeds:
+        return [f"{where}: the last look must be at max_seeds ({max_seeds}); got {looks[-1]}"]
     return []
 
 

@@ -2,10 +2,11 @@
 (config `adaptive_seeds`, docs/adaptive_seeds.md).
 
 The looks are planned before any data (core/sequential.py): the seeds per arm at each look
-(`plan_looks`, from the recipes' seeds to `max_seeds`) and the one-sided level of each look
-(`look_alphas`, an alpha-spending boundary that holds the error rate over all planned
-looks). At look k every driving claim still open is decided at its arms' seeds of that look
-with level alpha_k (claims/decide.py, the claims' own tests); then each open claim either
+(`plan_looks`: from the recipes' seeds to `max_seeds` by `step`, or the configured `looks`)
+and the one-sided level of each look (`look_alphas`, an alpha-spending boundary that holds
+the error rate over all planned looks). At look k every driving claim still open is decided
+at its arms' seeds of that look with level alpha_k (claims/decide.py, the claims' own tests);
+then each open claim either
 
   is decided (supported or refuted): frozen, its verdict that of this look;
   cannot be decided by seeds: the examples limit it (core/seed_planning.py finds no seed
@@ -50,7 +51,8 @@ def plan(settings: Claims, adaptive_cfg: dict, claims: list[spec.Claim],
          recipe_seeds: dict) -> tuple[list[int], list[float]]:
     """(seeds per arm at each look, the one-sided level of each look), fixed in advance."""
     first = adaptive.start(adaptive.driving(claims, adaptive_cfg), recipe_seeds)
-    seeds = sequential.plan_looks(first, adaptive_cfg["max_seeds"], adaptive_cfg["step"])
+    seeds = sequential.plan_looks(first, adaptive_cfg["max_seeds"], adaptive_cfg.get("step"),
+                                  adaptive_cfg.get("looks"))
     return seeds, sequential.look_alphas(seeds, (1 - settings.ci) / 2,
                                          adaptive_cfg["spending"])
 

@@ -268,9 +268,9 @@ Claims = stage("Claims", "stats", "interval nboot ci seed",
                ladder_nboot="ladder.stats.nboot", ladder_ci="ladder.stats.ci",
                ladder_seed="ladder.stats.seed", latency_nboot="latency.nboot",
                latency_seed="latency.seed")
-Looks = stage("Looks", "adaptive_seeds", "claims max_seeds step spending",
+Looks = stage("Looks", "adaptive_seeds", "claims max_seeds step looks spending",
               "Seeds on demand (claims/looks.py): the driving claims, the budget, the step "
-              "and the boundaries' spending function.")
+              "or the explicit looks, and the boundaries' spending function.")
 
 STAGES: tuple[type[Settings], ...] = (
     Train, TrainAdaptive, TrainMatryoshka2d, Evaluate, DocstringBenchmark, DocstringTriples,
