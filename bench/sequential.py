@@ -17,7 +17,7 @@ early, inconclusive, when seed_planning says no seed count settles it). "fixed a
 once, at n seeds, at alpha: its power curve over n gives, for each rule, the smallest fixed
 design with at least the rule's power (the equal-power fixed n), from the same studies. Last,
 plans whose last look is beyond the fixed design's 10 seeds (3/6/11, 3/6/12), at the effect
-that design sees, against its power.
+that design sees, against its power; and three looks at budgets of 8 and 9 seeds.
 
     nice -n 10 .venv/bin/python bench/sequential.py [--quick] [--full]
 """
@@ -102,6 +102,8 @@ RULES = (
 # it match the fixed design's power with fewer seeds on average?
 BEYOND_FIXED, BEYOND = 10, (Rule("OF union, looks 3/6/11", plan=(3, 6, 11)),
                             Rule("OF union, looks 3/6/12", plan=(3, 6, 12)))
+# Three looks at other budgets: where does the first look's share stop being small enough?
+OTHER_MAXIMA, OTHER = (8, 9), (RULES[0], DEFAULT, THREE)
 
 
 def walk(p: np.ndarray, far: np.ndarray, lv: list[float], looks: list[int], planner: bool):
@@ -181,11 +183,20 @@ def main() -> None:
                                       args.power_studies if e else args.studies, BEYOND)
                           for e in sim.EFFECTS}
         print(f"{regime}, beyond {BEYOND_FIXED} seeds: done", file=sys.stderr)
+    other = {}
+    for regime in sim.REGIMES:
+        for top in OTHER_MAXIMA:
+            other[(regime, top)] = {e: run_cell(sim.Cell(regime, top, e), args.power_studies
+                                                if e else args.studies, OTHER)
+                                    for e in sim.EFFECTS}
+        print(f"{regime}, budgets {OTHER_MAXIMA}: done", file=sys.stderr)
     wall = time.perf_counter() - t0
     out = tables.report(results, RULES, COMPARED, args)
     out += ["", f"Looks beyond the fixed design's {BEYOND_FIXED} seeds, at its effect (delta in sd "
             f"of the estimate at {BEYOND_FIXED} seeds):", ""]
     out += tables.beyond_table(beyond, BEYOND, BEYOND_FIXED)
+    out += ["", "Three looks at other budgets (false supported %, power % / mean seeds):", ""]
+    out += tables.budget_table(other, OTHER)
     out.append(f"\nwall time {wall:.0f} s")
     print("\n".join(out))
 

@@ -99,6 +99,25 @@ def beyond_table(beyond: dict, rules, fixed: int) -> list[str]:
     return lines
 
 
+def budget_table(other: dict, rules) -> list[str]:
+    """Per regime, budget and rule: its looks, false "supported" % [95% Wilson] and power % /
+    mean seeds at each effect."""
+    lines = ["| regime | rule | looks | false supported % | " + " | ".join(
+        f"{e:g} sd" for e in EFFECTS[1:]) + " |", "|" + "---|" * (4 + len(EFFECTS[1:]))]
+    for (regime, top), res in other.items():
+        for rule in rules:
+            x = res[0.0][rule.label]
+            lo, hi = wilson(x["supported"], x["n"])
+            looks = "/".join(map(str, rule.looks(list(range(START, top + 1)))))
+            if rule.spending == "fixed":
+                looks = str(top)
+            cells = [f"{_rate(res[e][rule.label]):.1f} / {res[e][rule.label]['seeds']:.2f}"
+                     for e in EFFECTS[1:]]
+            lines.append(f"| {regime} | {rule.label} | {looks} | {_rate(x):.2f} "
+                         f"[{100 * lo:.2f}, {100 * hi:.2f}] | " + " | ".join(cells) + " |")
+    return lines
+
+
 def long_table(results: dict, rules) -> list[str]:
     """One row per regime, plan, truth and rule: supported, refuted, seeds."""
     lines = ["| regime | looks | delta (sd) | rule | supported % | refuted % | mean seeds |",
