@@ -11,6 +11,14 @@ from pathlib import Path
 
 import pytest
 
+# make test runs one pytest-xdist worker per core: thread pools beyond one thread per worker
+# (torch's OpenMP, numpy's BLAS) only contend with the other worker, and their waiting threads
+# spin: a third of the CPU of the torch tests went to that. One thread each, for the workers
+# and the workflows they start (set before torch or numpy is imported); a test that measures
+# threads sets its own, and a variable already set is kept.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 # Snakemake through this interpreter: an entry script keeps the venv's path in its shebang,
 # which a moved clone no longer has.

@@ -118,3 +118,10 @@ def test_schema_files_are_valid_json_schemas(name):
     import jsonschema
 
     jsonschema.Draft202012Validator.check_schema(settings.schema(name))
+
+
+@pytest.mark.parametrize("name", sorted(settings.SCHEMA_FILES))
+def test_the_schemas_read_as_pyyamls_safe_loader_reads_them(name):
+    """settings.schema parses with libyaml when PyYAML has it: the same documents."""
+    text = settings.SCHEMA_FILES[name].read_text(encoding="utf-8")
+    assert settings.schema(name) == yaml.safe_load(text)
