@@ -162,3 +162,18 @@ def test_laptop_config_plans_its_study(tmp_path):
     assert train["url"] == paper["datasets"]["msmarco-triplets"]["url"]
     recipe = next(iter(laptop["recipes"].values()))
     assert train["max_triples"] == recipe["steps"] * recipe["batch_size"]
+
+
+def test_the_adaptive_demo_stacks_on_the_default_and_plans_look_0(tmp_path):
+    """config/adaptive_demo.yaml (docs/adaptive_seeds.md) on the embedded default: the fixed
+    study's jobs and the first look, which decides its claims at the configured 3 seeds."""
+    proc = snakemake(tmp_path, "-n", "--cores", "2", "--configfile",
+                     str(ROOT / "config/config.yaml"), str(ROOT / "config/adaptive_demo.yaml"))
+    out = proc.stdout + proc.stderr
+    counts = job_counts(out)
+    assert counts["claims_look"] == 1 and "wildcards: k=0" in out
+    demo = yaml.safe_load((ROOT / "config/adaptive_demo.yaml").read_text())["adaptive_seeds"]
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    seeds = {len(r["seeds"]) for r in cfg["recipes"].values()}
+    assert demo["looks"][0] in seeds and demo["looks"][-1] == demo["max_seeds"]
+    assert set(demo["claims"]) <= {c["id"] for c in cfg["claims"]}
