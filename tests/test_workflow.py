@@ -284,10 +284,18 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
     assert len(planned) == 4 + 2 + 4 * 2 + 2 * 2 * 2  # final and snapshot tables
     assert all(p.endswith("/tiny-a.parquet") for p in planned)
 
-    # The tables that read every evaluation of both benchmarks (final models, the base's,
-    # snapshots), not the figures and report after them: what they rerun is planned above.
-    snakemake(wd, "--configfile", str(cfg), "--cores", "2", "results/stats/ci.parquet",
-              "results/stats/curves.parquet")
+    # One job of each evaluation rule the change reruns (the plan above has all of them; the
+    # rest are the same rules on other models): each rewrites its tiny-a tables only.
+    rerun = ["results/eval/r1/top1/seed1/tiny-a.parquet",  # evaluate_trained
+             "results/eval/base/top1/tiny-a.parquet",  # evaluate_base_one_pass
+             "results/eval/r4/top1/seed1/steps/tiny-a.parquet",  # evaluate_steps
+             "results/eval/r4/adaptive1/seed1/steps/tiny-a.parquet"]  # ..._train_once
+    old = {f: (wd / f).stat().st_mtime_ns for f in rerun}
+    proc = snakemake(wd, "--configfile", str(cfg), "--cores", "2", *rerun)
+    assert job_counts(proc.stdout + proc.stderr) == {
+        "evaluate_trained": 1, "evaluate_base_one_pass": 1, "evaluate_steps": 1,
+        "evaluate_steps_train_once": 1}
+    assert all((wd / f).stat().st_mtime_ns != t for f, t in old.items())
     after = contracts.read_eval(wd / "results/eval/r1/top1/seed1/tiny-b.parquet")
     pd.testing.assert_frame_equal(before, after)  # the other benchmark was not redone
     assert len(written) == len(planned) and all(  # none of its tables was rewritten
