@@ -43,10 +43,12 @@ def tiny_model(tmp_path_factory) -> Path:
 # pytest 9.2 no longer reads.)
 TINY_STUDY_FILES = ("tests/test_workflow.py", "tests/cluster/test_slurm.py",
                     "tests/test_adaptive_seeds.py")
-# Files whose module fixture runs trainings (test_batching's study, test_resume's reference):
-# each on one worker too, so that the fixture is built once, not once per worker that takes
-# one of its tests; xdist queues such a group (as the tiny study's) before single tests.
-MODULE_STUDY_FILES = ("tests/test_batching.py", "tests/test_resume.py")
+# Files whose module fixture runs trainings or a plan (test_batching's study, test_resume's
+# reference, test_laptop_sizing's dry run): each on one worker too, so that the fixture is
+# built once, not once per worker that takes one of its tests; xdist queues such a group (as
+# the tiny study's) before single tests.
+MODULE_STUDY_FILES = ("tests/test_batching.py", "tests/test_resume.py",
+                      "tests/test_laptop_sizing.py")
 
 
 @pytest.hookimpl(optionalhook=True)
