@@ -1,6 +1,7 @@
 """The ladder as Snakemake runs it: dry-run job counts of the shipped configs, one benchmark
-per job (LADDER_BENCHMARKS), a tiny ladder end to end, resuming after a lost run, and
-reruns triggered by settings."""
+per job (LADDER_BENCHMARKS), the tiny study's ladder end to end (conftest's tiny_run, one job
+per run and the crosscheck), resuming after a lost run, reruns triggered by settings, and
+the batched jobs' equal runs."""
 
 from __future__ import annotations
 
@@ -95,63 +96,61 @@ def test_embedded_config_dry_run(tmp_path):
     check_one_benchmark_per_job(tmp_path, counts, out, str(ladder_only))
 
 
-TINY = {"ladder": {
-    "dataset": {"name": "digits", "n_train": 120, "n_test": 60, "split_seed": 0},
-    "configs": [{"name": "t", "d": 8, "L": 1}],
-    "methods": ["bp"],
-    "seeds": [1, 2],
-    "train": {"epochs": 2, "batch_size": 64},
-    "crosscheck": True,
-    "stats": {"nboot": 200},
-}}
-
-
 def write_config(path, ladder: dict) -> str:
     path.write_text(yaml.safe_dump({"ladder": ladder}))
     return str(path)
 
 
 @pytest.mark.slow
-def test_tiny_ladder_end_to_end_and_resume(tmp_path):
-    cfg = write_config(tmp_path / "tiny.yaml", TINY["ladder"])
-    args = ("ladder", "--configfile", cfg)
-    proc = snakemake(tmp_path, *args, "--cores", "2")
-    counts = job_counts(proc.stdout + proc.stderr)
-    res = tmp_path / "results/ladder"
+def test_tiny_ladder_end_to_end_and_resume(tiny_run, tiny_run_copy, tmp_path):
+    """The tiny study's ladder (tests/tiny_study.py: one job per run, the crosscheck), then
+    on a copy of it: what a setting and a lost run rerun, and the batched jobs."""
+    from tiny_study import TINY_LADDER
+
+    wd, _, proc = tiny_run
+    counts = by_rule(job_counts(proc.stdout + proc.stderr))
+    res = wd / "results/ladder"
     table = pd.read_parquet(res / "table.parquet")
     assert len(table) == 2 and set(table.n_seeds) == {2}
     cross = pd.read_parquet(res / "crosscheck.parquet")
     assert (cross.same_predictions == 1.0).all()  # BP k=0/k=L == standalone frozen/full
     assert "### Paired comparisons" in (res / "summary.md").read_text()
-    assert (tmp_path / "results/figures/depth_ladder.png").stat().st_size > 0
-    benchmarks = list((tmp_path / "results/benchmarks").rglob("*.tsv"))
-    assert len(benchmarks) == sum(counts.values()) - 1  # every job but `ladder`
+    assert (wd / "results/figures/depth_ladder.png").stat().st_size > 0
+    assert counts["ladder_train"] == 4 and counts["ladder_standalone"] == 4  # 2 k, 2 seeds
+    benchmarks = [*(wd / "results/benchmarks/ladder").rglob("*.tsv"),
+                  *(wd / "results/benchmarks/data/ladder").rglob("*.tsv"),
+                  *(wd / "results/benchmarks/figures").glob("depth_ladder.*.tsv")]
+    assert len(benchmarks) == sum(n for r, n in counts.items()  # every job but `ladder`
+                                  if r.startswith("ladder_"))
 
-    # a stats setting reruns the stats and what reads them, no training
-    more_boot = write_config(tmp_path / "nboot.yaml",
-                             {**TINY["ladder"], "stats": {"nboot": 300}})
-    dry = snakemake(tmp_path, "ladder", "--configfile", more_boot, "--cores", "1", "-n")
+    # on a copy, ladder-only configs of the same ladder: a stats setting reruns the stats
+    # and what reads them, no training
+    copy_wd, _ = tiny_run_copy
+    cfg = write_config(tmp_path / "ladder.yaml", TINY_LADDER)
+    args = ("ladder", "--configfile", cfg)
+    more_boot = write_config(tmp_path / "nboot.yaml", {**TINY_LADDER, "stats": {"nboot": 300}})
+    dry = snakemake(copy_wd, "ladder", "--configfile", more_boot, "--cores", "1", "-n")
     assert job_counts(dry.stdout + dry.stderr) == {
         "ladder_stats": 1, "ladder_figure": 1, "ladder_summary": 1, "ladder": 1}
 
     # an interrupted ladder (one run and the summaries missing) redoes only what is missing
     for f in ("runs/t/bp/k1/seed2.parquet", "table.parquet", "comparisons.parquet",
               "crosscheck.parquet", "summary.md"):
-        (res / f).unlink()
-    dry = snakemake(tmp_path, *args, "--cores", "1", "-n")
-    counts = job_counts(dry.stdout + dry.stderr)
-    assert counts == {"ladder_train": 1, "ladder_stats": 1, "ladder_figure": 1,
-                      "ladder_summary": 1, "ladder": 1}
+        (copy_wd / "results/ladder" / f).unlink()
+    dry = snakemake(copy_wd, *args, "--cores", "1", "-n")
+    assert job_counts(dry.stdout + dry.stderr) == {
+        "ladder_train": 1, "ladder_stats": 1, "ladder_figure": 1, "ladder_summary": 1,
+        "ladder": 1}
 
     # batch_seeds (+ batch_methods): the same runs from one job per (config, method, k)
     # (per (config, k)), equal predictions. Only the runs are asked for: the stats, figure
-    # and summary of batched runs are the tiny study's (tests/tiny_study.py, test_workflow).
+    # and summary of batched runs are test_batching's study's.
     for batch, methods in (({"batch_seeds": True}, ["bp"]),
                            ({"batch_seeds": True, "batch_methods": True}, ["bp", "fa"])):
         batched = tmp_path / f"batched{len(batch)}"
-        shutil.copytree(tmp_path / "data", batched / "data")  # the digits, prepared above
+        shutil.copytree(wd / "data/ladder", batched / "data/ladder")  # the digits, prepared
         cfg_b = write_config(tmp_path / f"tiny_batched{len(batch)}.yaml",
-                             {**TINY["ladder"], **batch, "methods": methods,
+                             {**TINY_LADDER, **batch, "methods": methods,
                               "crosscheck": False})
         runs = [f"results/ladder/runs/t/{m}/k{k}/seed{seed}.parquet" for m in methods
                 for k in (0, 1) for seed in (1, 2)]
@@ -163,6 +162,6 @@ def test_tiny_ladder_end_to_end_and_resume(tmp_path):
                 "fa" in methods)
             for seed in (1, 2):
                 run = f"results/ladder/runs/t/bp/k{k}/seed{seed}.parquet"
-                if (tmp_path / run).exists():
-                    a, b = pd.read_parquet(tmp_path / run), pd.read_parquet(batched / run)
+                if (wd / run).exists():
+                    a, b = pd.read_parquet(wd / run), pd.read_parquet(batched / run)
                     assert a.pred.tolist() == b.pred.tolist()

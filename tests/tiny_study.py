@@ -3,6 +3,7 @@ the finished run of it that the workflow tests share (conftest's `tiny_run`)."""
 
 from __future__ import annotations
 
+import copy
 import shutil
 from pathlib import Path
 
@@ -42,21 +43,23 @@ def tiny_config(model_dir) -> dict:
                     "rounds": 2, "max_rounds": 2, "calls_per_round": 2},
         "stats": {"nboot": 200, "seed": 0},
         "figures": {"budget_pair": ["r1", "r4"], "formats": ["png"]},
-        # One block and batched runs: 2 ladder_train jobs (k = 0, 1) for both seeds.
-        # tests/test_ladder_workflow.py runs the unbatched jobs and the crosscheck.
-        "ladder": {
-            "dataset": {"name": "digits", "n_train": 100, "n_test": 60, "split_seed": 0},
-            "configs": [{"name": "t", "d": 8, "L": 1}],
-            "methods": ["bp"],
-            "seeds": [1, 2],
-            "train": {"epochs": 2, "batch_size": 32},
-            "batch_seeds": True,
-            "batch_methods": True,
-            "crosscheck": False,
-            "stats": {"nboot": 200},
-        },
+        # One block, one job per run (k = 0, 1 for both seeds) and the crosscheck's
+        # standalone models. tests/test_ladder_workflow.py reruns it batched, and checks
+        # the ladder's own staleness, on copies; test_batching.py batches a ladder too.
+        "ladder": copy.deepcopy(TINY_LADDER),
         "claims": TINY_CLAIMS,
     }
+
+
+TINY_LADDER = {
+    "dataset": {"name": "digits", "n_train": 100, "n_test": 60, "split_seed": 0},
+    "configs": [{"name": "t", "d": 8, "L": 1}],
+    "methods": ["bp"],
+    "seeds": [1, 2],
+    "train": {"epochs": 2, "batch_size": 32},
+    "crosscheck": True,
+    "stats": {"nboot": 200},
+}
 
 
 # One claim of each study (bi-encoder, latency, ladder) and of the train-once arm, so that
