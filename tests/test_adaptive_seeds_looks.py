@@ -191,14 +191,13 @@ def test_seeds_continue_after_the_recipes_own():
     ({"claims": ["nope"]}, "adaptive_seeds.claims[0]: 'nope' is not a claim id"),
     ({"claims": ["lat"]}, "reads the latency study"),
     ({"max_seeds": 3}, "max_seeds: 3 is not more than the 3 seeds"),
-    ({"looks": [3, 5, 8]}, "adaptive_seeds.looks: give the looks or a step, not both"),
+    ({"looks": [3, 5, 8]}, "adaptive_seeds.looks: give the looks or the step, not both"),
     ({"step": None, "looks": [3, 5, 5, 8]},
-     "adaptive_seeds.looks: the seed counts must increase strictly; 5 follows 5 (looks[2])"),
+     "adaptive_seeds.looks: looks must increase strictly; got [3, 5, 5, 8] (look 2: 5 after 5)"),
     ({"step": None, "looks": [2, 5, 8]},
-     "adaptive_seeds.looks: the first look must be at the 3 seeds the driving claims' "
-     "recipes start with; got 2"),
+     "adaptive_seeds.looks: looks must start at the 3 seeds the arms start with; got [2, 5, 8]"),
     ({"step": None, "looks": [3, 5, 10]},
-     "adaptive_seeds.looks: the last look must be at max_seeds (8); got 10"),
+     "adaptive_seeds.looks: looks must end at max_seeds (8); got [3, 5, 10]"),
 ])
 def test_bad_adaptive_seeds_stop_the_config_check(change, message):
     from workflow_scripts.study_config import claim_errors

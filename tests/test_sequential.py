@@ -37,8 +37,8 @@ def test_plan_looks_takes_an_explicit_list():
 @pytest.mark.parametrize("kwargs, match", [
     ({"looks": [3, 6, 10], "step": 3}, "the looks or the step, not both"),
     ({"looks": [3, 6, 6, 10]}, r"looks must increase strictly; got \[3, 6, 6, 10\]"),
-    ({"looks": [4, 10]}, r"looks must run from start \(3\) to max_seeds \(10\)"),
-    ({"looks": [3, 6, 9]}, r"looks must run from start \(3\) to max_seeds \(10\)"),
+    ({"looks": [4, 10]}, r"looks must start at the 3 seeds the arms start with; got \[4, 10\]"),
+    ({"looks": [3, 6, 9]}, r"looks must end at max_seeds \(10\); got \[3, 6, 9\]"),
     ({"looks": [3, 6.0, 10]}, r"looks\[1\] must be an integer"),
     ({"looks": 10}, "looks must be a list of seed counts"),
     ({"looks": []}, "looks must hold at least one look"),

@@ -10,6 +10,7 @@ inputs with it.
 from __future__ import annotations
 
 from workflow_scripts.claims.spec import Claim
+from workflow_scripts.core import look_plan
 from workflow_scripts.core.contracts import BASE
 
 WHERE = "config key adaptive_seeds"
@@ -68,28 +69,12 @@ def errors(adaptive: dict | None, claims: list[Claim], recipe_seeds: dict) -> li
     if adaptive["max_seeds"] <= first:
         return [f"{WHERE}.max_seeds: {adaptive['max_seeds']} is not more than the {first} "
                 "seeds the driving claims' recipes start with"]
-    looks = adaptive.get("looks")
-    if looks is not None and adaptive.get("step") is not None:
-        return [f"{WHERE}.looks: give the looks or a step, not both (step "
-                f"{adaptive['step']}, looks {looks})"]
-    if looks is not None:
-        return looks_errors(looks, first, adaptive["max_seeds"])
-    return []
-
-
-def looks_errors(looks: list[int], first: int, max_seeds: int) -> list[str]:
-    """`adaptive_seeds.looks` against the plan's ends (core/sequential.plan_looks checks the
-    same; this one runs when the Snakefile is parsed, without numpy)."""
-    where = f"{WHERE}.looks"
-    bad = next((i for i in range(1, len(looks)) if looks[i] <= looks[i - 1]), None)
-    if bad is not None:
-        return [f"{where}: the seed counts must increase strictly; {looks[bad]} follows "
-                f"{looks[bad - 1]} (looks[{bad}])"]
-    if looks[0] != first:
-        return [f"{where}: the first look must be at the {first} seeds the driving claims' "
-                f"recipes start with; got {looks[0]}"]
-    if looks[-1] != max_seeds:
-        return [f"{where}: the last look must be at max_seeds ({max_seeds}); got {looks[-1]}"]
+    key = "looks" if adaptive.get("looks") is not None else "step"
+    try:
+        look_plan.plan_looks(first, adaptive["max_seeds"], adaptive.get("step"),
+                             adaptive.get("looks"))
+    except ValueError as e:
+        return [f"{WHERE}.{key}: {e}"]
     return []
 
 
