@@ -8,6 +8,7 @@ from snakemake.utils import min_version
 min_version("9.0")
 sys.path.insert(0, workflow.basedir)
 from workflow_scripts.study_config import check_config, job_environment
+from workflow_scripts.study_plan import StudyPlan
 
 # The embedded default, unless `--configfile` names the config(s) to run: those replace it
 # (Snakemake would otherwise merge mappings such as `recipes:` key by key into the default's).
@@ -24,31 +25,17 @@ try:
     os.environ.update(job_environment(config))
 except ValueError as e:
     raise WorkflowError(str(e)) from None
-# A config holds one or both studies: the bi-encoder depth study (`recipes:` and its keys)
-# and the depth-utility ladder (`ladder:`).
-HAS_BIENCODER = "recipes" in config
-HAS_LADDER = "ladder" in config
-HAS_CLAIMS = bool(config["claims"])
+# Everything the rules need to know about the config (workflow_scripts/study_plan.py): a
+# pure function of the config, never of what is on disk.
+PLAN = StudyPlan(config)
 
 
 include: "rules/common.smk"
 
 
-if HAS_CLAIMS:
-
-    include: "rules/claims.smk"
-
-
-if HAS_LADDER:
-
-    include: "rules/ladder.smk"
-    include: "rules/ladder_batch.smk"
-
-
-if HAS_BIENCODER:
+if PLAN.has_biencoder:
 
     include: "rules/data.smk"
-    include: "rules/train_jobs.smk"
     include: "rules/train.smk"
     include: "rules/evaluate.smk"
     include: "rules/latency.smk"
@@ -56,33 +43,19 @@ if HAS_BIENCODER:
     include: "rules/figures.smk"
     include: "rules/report.smk"
 
-    localrules:
-        docstring_benchmark,
-        docstring_triples,
-        beir_download,
-        beir_train,
-        triples_download,
-        stats,
-        latency_summary,
-        figure_depth_vs_budget,
-        figure_per_benchmark_degradation,
-        figure_seed_variance,
-        figure_pareto,
-        figure_learning_curves,
-        figure_quality_vs_compute,
-        curves,
-        compute,
-        usage,
-        report,
+
+if PLAN.has_ladder:
+
+    include: "rules/ladder.smk"
 
 
-localrules:
-    all,
+if PLAN.has_claims:
+
+    include: "rules/claims.smk"
 
 
 rule all:
     default_target: True
     input:
-        BIENCODER_OUTPUTS,
-        LADDER_OUTPUTS if HAS_LADDER else [],
-        CLAIM_OUTPUTS if HAS_CLAIMS else [],
+        PLAN.promised(),
+    localrule: True

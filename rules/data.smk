@@ -12,11 +12,10 @@ rule docstring_benchmark:
         qrels="data/beir/{benchmark}/qrels/test.tsv",
         card="data/beir/{benchmark}/DATACARD.md",
     log:
-        "logs/data/{benchmark}.log",
-    benchmark:
-        bench("data/beir/{benchmark}/corpus.jsonl")
+        "logs/docstring_benchmark/{benchmark}.log",
     wildcard_constraints:
-        benchmark=dataset_names("docstrings"),
+        benchmark=regex(PLAN.datasets_of("docstrings")),
+    localrule: True
     conda:
         CONDA_ENV
     threads: 1
@@ -25,11 +24,12 @@ rule docstring_benchmark:
     params:
         settings=lambda wc: settings_json("DocstringBenchmark", benchmark=wc.benchmark),
         # Texts of the training packages are kept out of every benchmark.
-        exclude=" ".join(DATASETS[TRAIN_DATA].get("packages", [])),
+        exclude=" ".join(DATASETS[PLAN.train_data].get("packages", [])),
     shell:
-        "python -m workflow_scripts.biencoder.data.docstrings beir --settings-json {params.settings:q}"
-        " --exclude-packages {params.exclude} --out data/beir/{wildcards.benchmark}"
-        " > {log} 2>&1"
+        run_stage(
+            "biencoder.data.docstrings beir --settings-json {params.settings:q}"
+            " --exclude-packages {params.exclude} --out data/beir/{wildcards.benchmark}",
+        )
 
 
 rule docstring_triples:
@@ -39,13 +39,12 @@ rule docstring_triples:
         triples="data/train/{train_data}.parquet",
         card="data/train/{train_data}.DATACARD.md",
     log:
-        "logs/data/{train_data}.log",
-    benchmark:
-        bench("data/train/{train_data}.parquet")
+        "logs/docstring_triples/{train_data}.log",
     wildcard_constraints:
-        train_data=dataset_names("docstrings"),
+        train_data=regex(PLAN.datasets_of("docstrings")),
     # The training jobs wait for this: the start of the longest chain (rules/train.smk).
     priority: 1
+    localrule: True
     conda:
         CONDA_ENV
     threads: 1
@@ -54,8 +53,10 @@ rule docstring_triples:
     params:
         settings=lambda wc: settings_json("DocstringTriples", train_data=wc.train_data),
     shell:
-        "python -m workflow_scripts.biencoder.data.docstrings train --settings-json {params.settings:q}"
-        " --out {output.triples} > {log} 2>&1"
+        run_stage(
+            "biencoder.data.docstrings train --settings-json {params.settings:q} --out"
+            " {output.triples}",
+        )
 
 
 # Real data (paper and laptop configs): local rules, since compute nodes may have no
@@ -73,45 +74,49 @@ rule beir_download:
         qrels="data/beir/{benchmark}/qrels/test.tsv",
         card="data/beir/{benchmark}/DATACARD.md",
     log:
-        "logs/data/{benchmark}.log",
-    benchmark:
-        bench("data/beir/{benchmark}/corpus.jsonl")
+        "logs/beir_download/{benchmark}.log",
     wildcard_constraints:
-        benchmark=dataset_names("beir"),
+        benchmark=regex(PLAN.datasets_of("beir")),
+    localrule: True
     conda:
         CONDA_ENV
     params:
         location=lambda wc: beir_location(wc.benchmark),
         min_queries=config["eval"]["min_queries"],
     shell:
-        "python -m workflow_scripts.biencoder.data.prepare_data beir --name {wildcards.benchmark}"
-        " {params.location} --min-queries {params.min_queries}"
-        " --download-dir data/downloads"
-        " --out data/beir/{wildcards.benchmark} > {log} 2>&1"
+        run_stage(
+            "biencoder.data.prepare_data beir --name {wildcards.benchmark}"
+            " {params.location} --min-queries {params.min_queries} --download-dir"
+            " data/downloads --out data/beir/{wildcards.benchmark}",
+        )
 
 
 rule beir_train:
     input:
         code("biencoder.data.prepare_data"),
-        local=lambda wc: beir_train_files(wc.train_data),
+        local=lambda wc: (
+            paths.local_beir_train_files(DATASETS[wc.train_data]["path"])
+            if "path" in DATASETS[wc.train_data]
+            else []
+        ),
     output:
         pairs="data/train/{train_data}.parquet",
         card="data/train/{train_data}.DATACARD.md",
     log:
-        "logs/data/{train_data}.log",
-    benchmark:
-        bench("data/train/{train_data}.parquet")
+        "logs/beir_train/{train_data}.log",
     wildcard_constraints:
-        train_data=dataset_names("beir-train"),
+        train_data=regex(PLAN.datasets_of("beir-train")),
     priority: 1
+    localrule: True
     conda:
         CONDA_ENV
     params:
         location=lambda wc: beir_location(wc.train_data),
     shell:
-        "python -m workflow_scripts.biencoder.data.prepare_data beir-train"
-        " --name {wildcards.train_data} {params.location} --download-dir data/downloads"
-        " --out {output.pairs} > {log} 2>&1"
+        run_stage(
+            "biencoder.data.prepare_data beir-train --name {wildcards.train_data}"
+            " {params.location} --download-dir data/downloads --out {output.pairs}",
+        )
 
 
 rule triples_download:
@@ -121,12 +126,11 @@ rule triples_download:
         triples="data/train/{train_data}.parquet",
         card="data/train/{train_data}.DATACARD.md",
     log:
-        "logs/data/{train_data}.log",
-    benchmark:
-        bench("data/train/{train_data}.parquet")
+        "logs/triples_download/{train_data}.log",
     wildcard_constraints:
-        train_data=dataset_names("triples-jsonl-gz"),
+        train_data=regex(PLAN.datasets_of("triples-jsonl-gz")),
     priority: 1
+    localrule: True
     conda:
         CONDA_ENV
     params:
@@ -138,6 +142,8 @@ rule triples_download:
             if key in DATASETS[wc.train_data]
         ),
     shell:
-        "python -m workflow_scripts.biencoder.data.prepare_data triples --name {wildcards.train_data}"
-        " --url {params.url:q} --download-dir data/downloads"
-        " {params.lines} --out {output.triples} > {log} 2>&1"
+        run_stage(
+            "biencoder.data.prepare_data triples --name {wildcards.train_data} --url"
+            " {params.url:q} --download-dir data/downloads {params.lines} --out"
+            " {output.triples}",
+        )

@@ -1,33 +1,38 @@
-# Evaluation: one job per (model, benchmark), so new data for one benchmark reruns only
-# that benchmark's evaluations. The untrained truncated base ("step 0") is evaluated too, and
-# a learning curve's snapshots: for a recipe with eval_steps, one job per (model, benchmark)
-# evaluates its snapshots and its final model, the curve's last point (one import, the
-# benchmark tokenized once): a file with a `step` column and the final model's own file.
-# A model whose weights do not depend on depth (the untrained base of strategy top, a
-# train-once model) is evaluated at every depth by one job per benchmark: one forward pass
-# at the deepest depth, each depth pooled from its hidden state, one file per depth.
+# Evaluation: one job per (model, benchmark), so new data for one benchmark reruns only that
+# benchmark's evaluations. One rule, evaluate_trained, written out; the others vary it along
+# two axes (use rule ... with):
+# - which model: a trained per-depth model; a train-once model, whose weights do not depend
+#   on depth, evaluated at every depth from one forward pass (one file per depth); the
+#   untrained truncated base ("step 0": recipe base, seed -1), per depth or, for strategy top
+#   (one model cut at different layers), at every depth from one pass.
+# - what of it: the final model, or (a recipe with eval_steps) its learning-curve snapshots
+#   and its final model, the curve's last point, in one job (one import, the benchmark
+#   tokenized once): a file with a `step` column and the final model's own file.
+# params.source names the model and params.depths its depth(s); params.out derives from the
+# outputs (so it is no rerun trigger).
 
-PER_DEPTH_STRATEGIES = regex(STRATEGIES)
-ONE_PASS_DEPTHS = " ".join(map(str, DEPTHS))
+TRAINED = f"{paths.MODEL_DIR}/model.safetensors"
+ONE_PASS_MODEL = paths.MODEL_DIR.replace("{depth}", str(PLAN.max_depth))
+ALL_DEPTHS = "--depths " + " ".join(map(str, PLAN.depths))
 # A curve recipe's final models are evaluated with their snapshots (evaluate_steps*).
-CURVE_RECIPE_NAMES = regex(CURVE_RECIPES)
-FINAL_ONLY_RECIPES = regex(r for r in RECIPES if r not in CURVE_RECIPES)
+CURVE_RECIPES = regex(PLAN.curve_recipes)
+FINAL_ONLY_RECIPES = regex(r for r in PLAN.recipes if r not in PLAN.curve_recipes)
+PER_DEPTH = regex(PLAN.strategies)
+ONE_PASS = regex(TRAIN_ONCE)
 
 
 rule evaluate_trained:
     input:
-        model="checkpoints/{recipe}/{strategy}{depth}/seed{seed}/model.safetensors",
-        data=lambda wc: benchmark_files(wc.benchmark),
+        model=TRAINED,
+        data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        "results/eval/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}.parquet",
+        paths.EVAL,
     log:
-        "logs/evaluate/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}.log",
-    benchmark:
-        bench("results/eval/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}.parquet")
+        "logs/evaluate_trained/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}.log",
     wildcard_constraints:
         recipe=FINAL_ONLY_RECIPES,
-        strategy=PER_DEPTH_STRATEGIES,
+        strategy=PER_DEPTH,
     conda:
         CONDA_ENV
     threads: 1
@@ -36,202 +41,125 @@ rule evaluate_trained:
         runtime=60,
         gpu=1,
     params:
-        model=lambda wc, input: os.path.dirname(input.model),
+        source=lambda wc, input: f"--model {os.path.dirname(input.model)}",
+        depths=lambda wc: f"--depth {wc.depth}",
+        recipe=lambda wc: wc.recipe,
+        seed=lambda wc: wc.seed,
         settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
+        out=lambda wc, output: output[0],
     shell:
-        "python -m workflow_scripts.biencoder.evaluate --model {params.model}"
-        " --strategy {wildcards.strategy} --depth {wildcards.depth}"
-        " --benchmark-dir data/beir/{wildcards.benchmark} --benchmark {wildcards.benchmark}"
-        " --recipe {wildcards.recipe} --seed {wildcards.seed}"
-        " --settings-json {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
-
-
-rule evaluate_train_once:
-    input:
-        model=f"checkpoints/{{recipe}}/{{strategy}}{MAX_DEPTH}/seed{{seed}}/model.safetensors",
-        data=lambda wc: benchmark_files(wc.benchmark),
-        code=code("biencoder.evaluate"),
-    output:
-        expand(
-            "results/eval/{{recipe}}/{{strategy}}{depth}/seed{{seed}}/{{benchmark}}.parquet",
-            depth=DEPTHS,
-        ),
-    log:
-        "logs/evaluate/{recipe}/{strategy}/seed{seed}/{benchmark}.log",
-    benchmark:
-        bench(
-            f"results/eval/{{recipe}}/{{strategy}}{DEPTHS[0]}/seed{{seed}}/{{benchmark}}.parquet"
+        run_stage(
+            "biencoder.evaluate {params.source} --strategy {wildcards.strategy}"
+            " {params.depths} --benchmark-dir data/beir/{wildcards.benchmark} --benchmark"
+            " {wildcards.benchmark} --recipe {params.recipe} --seed {params.seed}"
+            " --settings-json {params.settings:q} --threads {threads} --out {params.out}",
+            preloaded=True,
         )
-    wildcard_constraints:
-        recipe=FINAL_ONLY_RECIPES,
-        strategy=regex(TRAIN_ONCE),
-    conda:
-        CONDA_ENV
-    threads: 1
-    resources:
-        mem_mb=3000,
-        runtime=60,
-        gpu=1,
-    params:
-        model=lambda wc, input: os.path.dirname(input.model),
-        depths=ONE_PASS_DEPTHS,
-        settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
-    shell:
-        "python -m workflow_scripts.biencoder.evaluate --model {params.model}"
-        " --strategy {wildcards.strategy} --depths {params.depths}"
-        " --benchmark-dir data/beir/{wildcards.benchmark} --benchmark {wildcards.benchmark}"
-        " --recipe {wildcards.recipe} --seed {wildcards.seed}"
-        " --settings-json {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
 
 
-rule evaluate_base:
+use rule evaluate_trained as evaluate_train_once with:
     input:
-        data=lambda wc: benchmark_files(wc.benchmark),
+        model=f"{ONE_PASS_MODEL}/model.safetensors",
+        data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        "results/eval/base/{strategy}{depth}/{benchmark}.parquet",
+        at_depths(paths.EVAL),
     log:
-        "logs/evaluate/base/{strategy}{depth}/{benchmark}.log",
-    benchmark:
-        bench("results/eval/base/{strategy}{depth}/{benchmark}.parquet")
+        "logs/evaluate_train_once/{recipe}/{strategy}/seed{seed}/{benchmark}.log",
+    wildcard_constraints:
+        recipe=FINAL_ONLY_RECIPES,
+        strategy=ONE_PASS,
+    params:
+        source=lambda wc, input: f"--model {os.path.dirname(input.model)}",
+        depths=ALL_DEPTHS,
+        recipe=lambda wc: wc.recipe,
+        seed=lambda wc: wc.seed,
+        settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
+        out=lambda wc, output: " ".join(output),
+
+
+use rule evaluate_trained as evaluate_base with:
+    input:
+        data=lambda wc: paths.beir_files(wc.benchmark),
+        code=code("biencoder.evaluate"),
+    output:
+        paths.BASE_EVAL,
+    log:
+        "logs/evaluate_base/{strategy}{depth}/{benchmark}.log",
     wildcard_constraints:  # strategy top: evaluate_base_one_pass
-        strategy=regex(s for s in STRATEGIES if s != PER_DEPTH_REFERENCE),
-    conda:
-        CONDA_ENV
-    threads: 1
-    resources:
-        mem_mb=3000,
-        runtime=60,
-        gpu=1,
+        strategy=regex(s for s in PLAN.strategies if s != PER_DEPTH_REFERENCE),
     params:
-        base=config["base_model"],
+        source=f"--base {shlex.quote(str(config['base_model']))}",
+        depths=lambda wc: f"--depth {wc.depth}",
+        recipe="base",
+        seed=-1,
         settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
-    shell:
-        "python -m workflow_scripts.biencoder.evaluate --base {params.base:q}"
-        " --strategy {wildcards.strategy} --depth {wildcards.depth}"
-        " --benchmark-dir data/beir/{wildcards.benchmark} --benchmark {wildcards.benchmark}"
-        " --recipe base --seed -1 --settings-json {params.settings:q} --threads {threads}"
-        " --out {output} > {log} 2>&1"
+        out=lambda wc, output: output[0],
 
 
-rule evaluate_base_one_pass:
-    input:
-        data=lambda wc: benchmark_files(wc.benchmark),
-        code=code("biencoder.evaluate"),
+use rule evaluate_base as evaluate_base_one_pass with:
     output:
-        expand(
-            "results/eval/base/{strategy}{depth}/{{benchmark}}.parquet",
-            strategy=PER_DEPTH_REFERENCE,
-            depth=DEPTHS,
-        ),
+        at_depths(paths.BASE_EVAL),
     log:
-        f"logs/evaluate/base/{PER_DEPTH_REFERENCE}/{{benchmark}}.log",
-    benchmark:
-        bench(
-            f"results/eval/base/{PER_DEPTH_REFERENCE}{DEPTHS[0]}/{{benchmark}}.parquet"
-        )
-    conda:
-        CONDA_ENV
-    threads: 1
-    resources:
-        mem_mb=3000,
-        runtime=60,
-        gpu=1,
-    params:
-        base=config["base_model"],
+        "logs/evaluate_base_one_pass/{strategy}/{benchmark}.log",
+    wildcard_constraints:
         strategy=PER_DEPTH_REFERENCE,
-        depths=ONE_PASS_DEPTHS,
+    params:
+        source=f"--base {shlex.quote(str(config['base_model']))}",
+        depths=ALL_DEPTHS,
+        recipe="base",
+        seed=-1,
         settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
-    shell:
-        "python -m workflow_scripts.biencoder.evaluate --base {params.base:q}"
-        " --strategy {params.strategy} --depths {params.depths}"
-        " --benchmark-dir data/beir/{wildcards.benchmark} --benchmark {wildcards.benchmark}"
-        " --recipe base --seed -1 --settings-json {params.settings:q} --threads {threads}"
-        " --out {output} > {log} 2>&1"
+        out=lambda wc, output: " ".join(output),
 
 
-rule evaluate_steps:
+use rule evaluate_trained as evaluate_steps with:
     input:
-        steps="checkpoints/{recipe}/{strategy}{depth}/seed{seed}/steps",
-        model="checkpoints/{recipe}/{strategy}{depth}/seed{seed}/model.safetensors",
-        summary="checkpoints/{recipe}/{strategy}{depth}/seed{seed}/train_summary.json",
-        data=lambda wc: benchmark_files(wc.benchmark),
+        steps=f"{paths.MODEL_DIR}/steps",
+        model=TRAINED,
+        summary=f"{paths.MODEL_DIR}/train_summary.json",
+        data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        steps="results/eval/{recipe}/{strategy}{depth}/seed{seed}/steps/{benchmark}.parquet",
-        final="results/eval/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}.parquet",
+        steps=paths.EVAL_STEPS,
+        final=paths.EVAL,
     log:
-        "logs/evaluate/{recipe}/{strategy}{depth}/seed{seed}/steps/{benchmark}.log",
-    benchmark:
-        bench(
-            "results/eval/{recipe}/{strategy}{depth}/seed{seed}/steps/{benchmark}.parquet"
-        )
+        "logs/evaluate_steps/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}.log",
     wildcard_constraints:
-        recipe=CURVE_RECIPE_NAMES,
-        strategy=PER_DEPTH_STRATEGIES,
-    conda:
-        CONDA_ENV
-    threads: 1
+        recipe=CURVE_RECIPES,
+        strategy=PER_DEPTH,
     resources:
         mem_mb=3000,
         runtime=120,
         gpu=1,
     params:
-        steps=lambda wc: " ".join(map(str, snapshot_steps(wc.recipe))),
-        model=lambda wc, input: os.path.dirname(input.model),
+        source=snapshots_source,
+        depths=lambda wc: f"--depth {wc.depth}",
+        recipe=lambda wc: wc.recipe,
+        seed=lambda wc: wc.seed,
         settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
-    shell:
-        "python -m workflow_scripts.biencoder.evaluate --snapshots {input.steps}"
-        " --steps {params.steps} --final {params.model} --final-out {output.final}"
-        " --strategy {wildcards.strategy} --depth {wildcards.depth}"
-        " --benchmark-dir data/beir/{wildcards.benchmark} --benchmark {wildcards.benchmark}"
-        " --recipe {wildcards.recipe} --seed {wildcards.seed}"
-        " --settings-json {params.settings:q} --threads {threads} --out {output.steps}"
-        " > {log} 2>&1"
+        out=lambda wc, output: output.steps,
 
 
-rule evaluate_steps_train_once:
+use rule evaluate_steps as evaluate_steps_train_once with:
     input:
-        steps=f"checkpoints/{{recipe}}/{{strategy}}{MAX_DEPTH}/seed{{seed}}/steps",
-        model=f"checkpoints/{{recipe}}/{{strategy}}{MAX_DEPTH}/seed{{seed}}/model.safetensors",
-        summary=f"checkpoints/{{recipe}}/{{strategy}}{MAX_DEPTH}/seed{{seed}}/train_summary.json",
-        data=lambda wc: benchmark_files(wc.benchmark),
+        steps=f"{ONE_PASS_MODEL}/steps",
+        model=f"{ONE_PASS_MODEL}/model.safetensors",
+        summary=f"{ONE_PASS_MODEL}/train_summary.json",
+        data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        steps=expand(
-            "results/eval/{{recipe}}/{{strategy}}{depth}/seed{{seed}}/steps/{{benchmark}}.parquet",
-            depth=DEPTHS,
-        ),
-        final=expand(
-            "results/eval/{{recipe}}/{{strategy}}{depth}/seed{{seed}}/{{benchmark}}.parquet",
-            depth=DEPTHS,
-        ),
+        steps=at_depths(paths.EVAL_STEPS),
+        final=at_depths(paths.EVAL),
     log:
-        "logs/evaluate/{recipe}/{strategy}/seed{seed}/steps/{benchmark}.log",
-    benchmark:
-        bench(
-            f"results/eval/{{recipe}}/{{strategy}}{DEPTHS[0]}/seed{{seed}}/steps/{{benchmark}}.parquet"
-        )
+        "logs/evaluate_steps_train_once/{recipe}/{strategy}/seed{seed}/{benchmark}.log",
     wildcard_constraints:
-        recipe=CURVE_RECIPE_NAMES,
-        strategy=regex(TRAIN_ONCE),
-    conda:
-        CONDA_ENV
-    threads: 1
-    resources:
-        mem_mb=3000,
-        runtime=120,
-        gpu=1,
+        recipe=CURVE_RECIPES,
+        strategy=ONE_PASS,
     params:
-        steps=lambda wc: " ".join(map(str, snapshot_steps(wc.recipe))),
-        model=lambda wc, input: os.path.dirname(input.model),
-        depths=ONE_PASS_DEPTHS,
+        source=snapshots_source,
+        depths=ALL_DEPTHS,
+        recipe=lambda wc: wc.recipe,
+        seed=lambda wc: wc.seed,
         settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
-    shell:
-        "python -m workflow_scripts.biencoder.evaluate --snapshots {input.steps}"
-        " --steps {params.steps} --final {params.model} --final-out {output.final}"
-        " --strategy {wildcards.strategy} --depths {params.depths}"
-        " --benchmark-dir data/beir/{wildcards.benchmark} --benchmark {wildcards.benchmark}"
-        " --recipe {wildcards.recipe} --seed {wildcards.seed}"
-        " --settings-json {params.settings:q} --threads {threads} --out {output.steps}"
-        " > {log} 2>&1"
+        out=lambda wc, output: " ".join(output.steps),

@@ -1,121 +1,86 @@
-# Figures: one rule and one target per figure, registered for `snakemake --report`.
+# Figures: one rule and one target per figure, registered for `snakemake --report` with its
+# caption (docs/report/<name>.rst). figure_depth_vs_budget is written out; the others differ
+# in the tables they read and the figure's name.
 
-FIG_INPUTS = {
-    "stats": expand(
-        "results/stats/{table}.parquet", table=["ci", "seeds", "comparisons"]
-    ),
-    "code": code("biencoder.report.figures"),
-}
-FIG_ARGS = f"--stats-dir results/stats --budget-order {' '.join(BUDGET_ORDER)}"
+FIG_STATS = [paths.STATS_TABLE.format(table=t) for t in ("ci", "seeds", "comparisons")]
+FIG_ARGS = f"--stats-dir results/stats --budget-order {' '.join(PLAN.budget_order)}"
 
 
 rule figure_depth_vs_budget:
     input:
-        **FIG_INPUTS,
+        stats=FIG_STATS,
+        code=code("biencoder.report.figures"),
     output:
         figure_outputs("depth_vs_budget"),
     log:
-        "logs/figures/depth_vs_budget.log",
-    benchmark:
-        bench(figure_files("depth_vs_budget")[0])
+        "logs/figure_depth_vs_budget.log",
+    localrule: True
     conda:
         CONDA_ENV
     params:
+        name="depth_vs_budget",
         args=FIG_ARGS,
     shell:
-        "python -m workflow_scripts.biencoder.report.figures depth_vs_budget {params.args} --out {output}"
-        " > {log} 2>&1"
+        run_stage(
+            "biencoder.report.figures {params.name} {params.args} --out {output}",
+        )
 
 
-rule figure_per_benchmark_degradation:
-    input:
-        **FIG_INPUTS,
-    output:
-        figure_outputs("per_benchmark_degradation"),
-    log:
-        "logs/figures/per_benchmark_degradation.log",
-    benchmark:
-        bench(figure_files("per_benchmark_degradation")[0])
-    conda:
-        CONDA_ENV
-    params:
-        args=FIG_ARGS,
-        pair=" ".join(BUDGET_PAIR),
-    shell:
-        "python -m workflow_scripts.biencoder.report.figures per_benchmark_degradation {params.args}"
-        " --pair {params.pair} --out {output} > {log} 2>&1"
-
-
-rule figure_seed_variance:
-    input:
-        **FIG_INPUTS,
+use rule figure_depth_vs_budget as figure_seed_variance with:
     output:
         figure_outputs("seed_variance"),
     log:
-        "logs/figures/seed_variance.log",
-    benchmark:
-        bench(figure_files("seed_variance")[0])
-    conda:
-        CONDA_ENV
+        "logs/figure_seed_variance.log",
     params:
+        name="seed_variance",
         args=FIG_ARGS,
-    shell:
-        "python -m workflow_scripts.biencoder.report.figures seed_variance {params.args} --out {output}"
-        " > {log} 2>&1"
 
 
-rule figure_pareto:
+use rule figure_depth_vs_budget as figure_per_benchmark_degradation with:
+    output:
+        figure_outputs("per_benchmark_degradation"),
+    log:
+        "logs/figure_per_benchmark_degradation.log",
+    params:
+        name="per_benchmark_degradation",
+        args=f"{FIG_ARGS} --pair {' '.join(PLAN.budget_pair)}",
+
+
+use rule figure_depth_vs_budget as figure_pareto with:
     input:
-        **FIG_INPUTS,
-        latency="results/latency/ladder.parquet",
+        stats=FIG_STATS,
+        latency=paths.LATENCY_LADDER,
+        code=code("biencoder.report.figures"),
     output:
         figure_outputs("pareto"),
     log:
-        "logs/figures/pareto.log",
-    benchmark:
-        bench(figure_files("pareto")[0])
-    conda:
-        CONDA_ENV
+        "logs/figure_pareto.log",
     params:
-        args=FIG_ARGS,
-    shell:
-        "python -m workflow_scripts.biencoder.report.figures pareto {params.args} --latency {input.latency}"
-        " --out {output} > {log} 2>&1"
+        name="pareto",
+        args=f"{FIG_ARGS} --latency {paths.LATENCY_LADDER}",
 
 
-rule figure_learning_curves:
+use rule figure_depth_vs_budget as figure_learning_curves with:
     input:
-        stats=expand("results/stats/{table}.parquet", table=["curves", "curves_onset"]),
+        stats=[paths.STATS_TABLE.format(table=t) for t in ("curves", "curves_onset")],
         code=code("biencoder.report.figures"),
     output:
         figure_outputs("learning_curves"),
     log:
-        "logs/figures/learning_curves.log",
-    benchmark:
-        bench(figure_files("learning_curves")[0])
-    conda:
-        CONDA_ENV
+        "logs/figure_learning_curves.log",
     params:
+        name="learning_curves",
         args=FIG_ARGS,
-    shell:
-        "python -m workflow_scripts.biencoder.report.figures learning_curves {params.args}"
-        " --out {output} > {log} 2>&1"
 
 
-rule figure_quality_vs_compute:
+use rule figure_depth_vs_budget as figure_quality_vs_compute with:
     input:
-        stats=expand("results/stats/{table}.parquet", table=["ci", "compute"]),
+        stats=[paths.STATS_TABLE.format(table=t) for t in ("ci", "compute")],
         code=code("biencoder.report.figures"),
     output:
         figure_outputs("quality_vs_compute"),
     log:
-        "logs/figures/quality_vs_compute.log",
-    benchmark:
-        bench(figure_files("quality_vs_compute")[0])
-    conda:
-        CONDA_ENV
+        "logs/figure_quality_vs_compute.log",
     params:
+        name="quality_vs_compute",
         args=FIG_ARGS,
-    shell:
-        "python -m workflow_scripts.biencoder.report.figures quality_vs_compute {params.args}"
-        " --out {output} > {log} 2>&1"

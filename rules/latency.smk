@@ -10,11 +10,9 @@ rule latency_run:
     input:
         code=code("biencoder.latency.profile"),
     output:
-        "results/latency/run{r}.parquet",
+        paths.LATENCY_RUN,
     log:
-        "logs/latency/run{r}.log",
-    benchmark:
-        bench("results/latency/run{r}.parquet")
+        "logs/latency_run/run{r}.log",
     conda:
         CONDA_ENV
     threads: all_cores()
@@ -24,8 +22,8 @@ rule latency_run:
         gpu=1,
     params:
         base=config["base_model"],
-        depths=" ".join(map(str, DEPTHS)),
-        strategy=STRATEGIES[0],
+        depths=" ".join(map(str, PLAN.depths)),
+        strategy=PLAN.strategies[0],
         settings=settings_json("LatencyProfile"),
         torch_threads=lambda wc, threads: (
             threads
@@ -33,29 +31,31 @@ rule latency_run:
             else config["latency"]["threads"]
         ),
     shell:
-        "python -m workflow_scripts.biencoder.latency.profile --base {params.base:q}"
-        " --strategy {params.strategy} --depths {params.depths} --run {wildcards.r}"
-        " --threads {params.torch_threads} --settings-json {params.settings:q}"
-        " --out {output} > {log} 2>&1"
+        run_stage(
+            "biencoder.latency.profile --base {params.base:q} --strategy {params.strategy}"
+            " --depths {params.depths} --run {wildcards.r} --threads {params.torch_threads}"
+            " --settings-json {params.settings:q} --out {output}",
+        )
 
 
 rule latency_summary:
     input:
-        runs=latency_runs(),
+        runs=PLAN.latency_runs(),
         code=code("biencoder.latency.summary"),
     output:
-        summary="results/latency/summary.parquet",
-        coherence="results/latency/coherence.json",
-        ladder="results/latency/ladder.parquet",
+        summary=paths.LATENCY_SUMMARY,
+        coherence=paths.LATENCY_COHERENCE,
+        ladder=paths.LATENCY_LADDER,
     log:
-        "logs/latency/summary.log",
-    benchmark:
-        bench("results/latency/summary.parquet")
+        "logs/latency_summary.log",
+    localrule: True
     conda:
         CONDA_ENV
     params:
         settings=settings_json("LatencySummary"),
     shell:
-        "python -m workflow_scripts.biencoder.latency.summary --runs {input.runs}"
-        " --settings-json {params.settings:q} --out {output.summary}"
-        " --coherence {output.coherence} --ladder {output.ladder} > {log} 2>&1"
+        run_stage(
+            "biencoder.latency.summary --runs {input.runs} --settings-json"
+            " {params.settings:q} --out {output.summary} --coherence {output.coherence}"
+            " --ladder {output.ladder}",
+        )

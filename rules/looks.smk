@@ -1,10 +1,23 @@
-# Seeds on demand: a checkpoint per look and the table of every look's decisions
-# (docs/adaptive_seeds.md; their inputs: rules/looks_plan.smk).
+# Seeds on demand (config adaptive_seeds, docs/adaptive_seeds.md): a Snakemake checkpoint per
+# look k reads the per-query evaluations of the claims still open at the seeds look k-1 gave
+# them (its document's `next`), decides them with the look's boundary and writes
+# results/looks/look{k}.json: the decisions and the seeds of the next look. Only those seeds'
+# models are new jobs (rule train, one job per model), so no finished model is touched. The
+# claims rule walks the looks until one says stop (IncompleteCheckpointException in between:
+# Snakemake runs that look, then plans again).
+from workflow_scripts.claims import adaptive as claim_adaptive
+
+ADAPTIVE = config["adaptive_seeds"]
+# Look 0: the driving claims' trained arms at their recipes' seeds.
+LOOK0_CLAIMS = claim_adaptive.driving(CLAIMS, ADAPTIVE)
+LOOK0_ARMS = {
+    key: PLAN.recipes[key[0]]["seeds"]
+    for c in LOOK0_CLAIMS
+    for key in claim_adaptive.trained_arms(c)
+}
 
 
-localrules:
-    claims_look,
-    claims_looks,
+include: "looks_plan.smk"
 
 
 checkpoint claims_look:
@@ -12,25 +25,23 @@ checkpoint claims_look:
         unpack(look_inputs),
         code=code("claims.looks"),
     output:
-        LOOK,
+        paths.LOOK,
     log:
-        "logs/claims/look{k}.log",
-    wildcard_constraints:
-        k="[0-9]+",
+        "logs/claims_look/look{k}.log",
+    localrule: True
     conda:
         CONDA_ENV
     params:
         settings=settings_json("Claims"),
-        grid=json.dumps(CLAIM_GRID.to_dict(), sort_keys=True),
+        grid=CLAIM_GRID_JSON,
         adaptive=settings_json("Looks"),
-        previous=lambda wc, input: (
-            "--previous " + " ".join(input.previous) if input.previous else ""
-        ),
+        previous=lambda wc, input: option("--previous", input.previous),
     shell:
-        "python -m workflow_scripts.claims.looks --settings-json {params.settings:q}"
-        " --grid-json {params.grid:q} --adaptive-json {params.adaptive:q} --look {wildcards.k}"
-        " {params.previous} --results results --out {output} --threads {threads}"
-        " > {log} 2>&1"
+        run_stage(
+            "claims.looks --settings-json {params.settings:q} --grid-json {params.grid:q}"
+            " --adaptive-json {params.adaptive:q} --look {wildcards.k} {params.previous}"
+            " --results results --out {output} --threads {threads}",
+        )
 
 
 rule claims_looks:
@@ -38,11 +49,13 @@ rule claims_looks:
         looks=looks_done,
         code=code("claims.looks"),
     output:
-        LOOKS_TABLE,
+        paths.LOOKS_TABLE,
     log:
-        "logs/claims/looks.log",
+        "logs/claims_looks.log",
+    localrule: True
     conda:
         CONDA_ENV
     shell:
-        "python -m workflow_scripts.claims.looks --gather {input.looks} --out {output}"
-        " > {log} 2>&1"
+        run_stage(
+            "claims.looks --gather {input.looks} --out {output}",
+        )

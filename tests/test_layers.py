@@ -24,7 +24,10 @@ ALLOWED = {
     "ladder": {"core"},
     # claims decide latency claims from the relative ladder and its coherence checks, and
     # name the ladder study's vocabularies
-    "claims": {"core", "ladder", "biencoder.latency"},
+    # the claims' grid is the study plan's
+    "claims": {"core", "ladder", "biencoder.latency", "study_plan"},
+    # the study plan: config -> models, evaluations, runs, outputs (standard library only)
+    "study_plan": {"core", "ladder"},
     # the whole config check: core's and each study's (the Snakefile imports it)
     "study_config": {"core", "biencoder.model", "claims"},
 }

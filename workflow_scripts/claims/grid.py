@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workflow_scripts.core.contracts import BASE, PER_DEPTH_REFERENCE, TRAIN_ONCE
+from workflow_scripts.study_plan import claims_grid
 
 STUDY_AXES = {"biencoder": ("recipe", "strategy", "depth"), "ladder": ("config", "method", "k"),
               "latency": ("depth",), "curves": ("recipe", "strategy", "depth")}
@@ -88,35 +89,10 @@ class Grid:
 
 def grid_from_config(config: dict, metrics=METRICS, ladder_methods=LADDER_METHODS,
                      layers: int = 0) -> Grid:
-    """The arms a (validated) config produces, in the config's order; the untrained base is
-    the recipe `base`. layers: the base model's layer count where known (0: not known)."""
-    bi = lat = curves = None
-    benchmarks: tuple[str, ...] = ()
-    datasets: tuple[str, ...] = ()
-    seeds, runs, curve_metric = {}, 0, ""
-    if "recipes" in config:
-        seeds = {r: list(spec["seeds"]) for r, spec in config["recipes"].items()}
-        runs = int(config.get("latency", {}).get("runs", 3))
-        depths = sorted(config["depths"])
-        bi = tuple({"recipe": r, "strategy": s, "depth": d}
-                   for r in [BASE, *config["recipes"]]
-                   for s in [*config["strategies"],
-                             *config["recipes"].get(r, {}).get("train_once", [])]
-                   for d in depths)
-        lat = tuple({"depth": d} for d in depths)
-        benchmarks = tuple(config["benchmarks"])
-        datasets = tuple(config.get("datasets", {}))
-        with_curve = [r for r, spec in config["recipes"].items() if spec.get("eval_steps")]
-        curves = tuple(a for a in bi if a["recipe"] in with_curve) or None
-        curve_metric = config.get("stats", {}).get("metric", metrics[0])
-    lad = None
-    if "ladder" in config:
-        methods = [m for m in ladder_methods if m in config["ladder"]["methods"]]
-        lad = tuple({"config": c["name"], "method": m, "k": k} for c in config["ladder"]["configs"]
-                    for m in methods for k in range(c["L"] + 1))
-    ladder_seeds = tuple(config["ladder"]["seeds"]) if lad else ()
-    return Grid(bi, benchmarks, tuple(metrics), lad, lat, seeds, ladder_seeds, runs, curves,
-                curve_metric, datasets, int(layers or 0))
+    """The arms a config produces (the study plan's claims grid, workflow_scripts/study_plan.py),
+    in the config's order; the untrained base is the recipe `base`. layers: the base model's
+    layer count where known (0: not known)."""
+    return Grid.from_dict(claims_grid(config, metrics, ladder_methods, layers))
 
 
 def possible(grid: Grid, named_depths=(), ladder_methods=LADDER_METHODS) -> Grid:

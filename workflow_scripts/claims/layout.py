@@ -1,5 +1,5 @@
-"""Where the claims' inputs lie in a results folder (docs/architecture.md's layout), for
-the claims rule's inputs and for loading. Standard library only: the Snakefile calls it.
+"""Which files the claims read in a results folder (core/paths.py's templates), for the claims
+rule's inputs and for loading. Standard library only: the Snakefile calls it.
 """
 
 from __future__ import annotations
@@ -7,36 +7,42 @@ from __future__ import annotations
 from pathlib import Path
 
 from workflow_scripts.claims.spec import Claim, Grid
-
-BASE = "base"  # core/contracts.py's name of the untrained model (tests hold them equal)
+from workflow_scripts.core import paths
+from workflow_scripts.core.contracts import BASE
 
 
 def eval_files(results: Path, grid: Grid, key: tuple, seeds=None) -> list[Path]:
     """An arm's per-query files: at its recipe's seeds, or at `seeds` (a look's)."""
     recipe, strategy, depth = key
-    model = (f"{BASE}/{strategy}{depth}" if recipe == BASE else None)
-    folders = ([results / "eval" / model] if model else
-               [results / "eval" / recipe / f"{strategy}{depth}" / f"seed{s}"
-                for s in (grid.recipe_seeds[recipe] if seeds is None else seeds)])
-    return [f / f"{b}.parquet" for f in folders for b in grid.benchmarks]
+    if recipe == BASE:
+        files = [paths.BASE_EVAL.format(strategy=strategy, depth=depth, benchmark=b)
+                 for b in grid.benchmarks]
+    else:
+        files = [paths.EVAL.format(recipe=recipe, strategy=strategy, depth=depth, seed=s,
+                                   benchmark=b)
+                 for s in (grid.recipe_seeds[recipe] if seeds is None else seeds)
+                 for b in grid.benchmarks]
+    return [paths.under(results, f) for f in files]
 
 
 def ladder_files(results: Path, grid: Grid, key: tuple) -> list[Path]:
     config, method, k = key
-    return [results / "ladder" / "runs" / config / method / f"k{k}" / f"seed{s}.parquet"
+    return [paths.under(results, paths.LADDER_RUN.format(arch=config, method=method, k=k,
+                                                         seed=s))
             for s in grid.ladder_seeds]
 
 
 def latency_files(results: Path, grid: Grid) -> list[Path]:
-    return [results / "latency" / f"run{r}.parquet" for r in range(grid.latency_runs)] + [
-        results / "latency" / "coherence.json"]
+    return [paths.under(results, f) for f in
+            [*(paths.LATENCY_RUN.format(r=r) for r in range(grid.latency_runs)),
+             paths.LATENCY_COHERENCE]]
 
 
 def curve_files(results: Path) -> list[Path]:
     """The curves stage's onset tables (biencoder/curves.py): an onset claim reads the
     onset and its bootstrap distribution there, as the figure and report do."""
-    return [results / "stats" / f"{name}.parquet" for name in ("curves_onset",
-                                                                "curves_onset_dist")]
+    return [paths.under(results, paths.STATS_TABLE.format(table=t))
+            for t in ("curves_onset", "curves_onset_dist")]
 
 
 def input_files(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> list[Path]:

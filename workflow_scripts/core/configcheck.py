@@ -148,11 +148,31 @@ def fill_defaults(data: dict, name: str = "") -> None:
         pass  # checked before; iterating applies the defaults
 
 
+# Keys of earlier versions, with what replaced them.
+REMOVED = {
+    ("batch_seeds",): "every training is its own job",
+    ("ladder", "batch_seeds"): "every ladder run is its own job",
+    ("ladder", "batch_methods"): "every ladder run is its own job",
+}
+
+
+def removed_keys(config: dict) -> list[str]:
+    out = []
+    for key, why in REMOVED.items():
+        node = config
+        for part in key[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and key[-1] in node:
+            out.append(f"config key {'.'.join(key)}: removed ({why}, and a local run's jobs "
+                       "share one preloaded interpreter: config key preload); delete it")
+    return out
+
+
 def check_config(config: dict, wing_checks: Iterable[Callable[[dict], list[str]]] = ()) -> None:
     """Raise ValueError listing every problem; on success fill in the defaults.
     `wing_checks` are the studies' own checks of a schema-valid config (each returns its
     messages): core knows no wing, so workflow_scripts/study_config.py passes them."""
-    msgs = schema_errors(config)
+    msgs = removed_keys(config) or schema_errors(config)
     if not msgs and "ladder" in config:
         msgs = schema_errors(config["ladder"], "ladder")
     if not msgs:

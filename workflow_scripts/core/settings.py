@@ -31,15 +31,14 @@ SCHEMA_FILES = {"": ROOT / "config/schema.yaml", "ladder": ROOT / "config/ladder
 # are called (the grid, the data registry's sources), or how a job runs (seeds, threads,
 # checkpointing, figure formats). Rules pass them as wildcards or plain arguments.
 WORKFLOW_KEYS = frozenset({
-    "depths", "strategies", "train_data", "benchmarks", "batch_seeds",
+    "depths", "strategies", "train_data", "benchmarks", "preload",
     "recipes.*.seeds",
     "recipes.*.checkpoint_every", "recipes.*.eval_steps", "recipes.*.train_once",
     "datasets.*.source", "datasets.*.url", "datasets.*.md5", "datasets.*.path",
     "datasets.*.expect_lines",
     "latency.runs", "latency.threads", "figures.budget_pair",
     "figures.formats", "ladder.dataset.name", "ladder.dataset.url", "ladder.dataset.md5",
-    "ladder.configs", "ladder.methods", "ladder.seeds", "ladder.batch_seeds",
-    "ladder.batch_methods",
+    "ladder.configs", "ladder.methods", "ladder.seeds",
     "ladder.crosscheck",
 })
 

@@ -1,58 +1,71 @@
-"""Measured cost per rule: Snakemake's `benchmark:` files (one TSV per job: wall seconds,
-peak resident memory, I/O, CPU time) summed per rule into results/usage.parquet, for the
-report's table and for sizing a cluster's `mem_mb` / `runtime`.
+"""Measured cost per rule: every job's record (wall seconds, CPU seconds, peak resident
+memory of the job's process, written by core/launch.py under results/benchmarks/<rule>/
+<first output>.json) summed per rule into results/usage.parquet, for the report's table and
+for sizing a cluster's `mem_mb` / `runtime`.
 
-A benchmark file's path is results/benchmarks/<output of the job>.tsv (rules/common.smk,
-`bench`); its rule is named in the `--rules` list given alongside, in the same order.
+The rule of a record is its folder's name, as Snakemake names the rule that ran the job; no
+list of rules is kept anywhere. Records of jobs the current plan no longer has (an edited
+config) are left out: only outputs given as --planned count (and the looks' documents,
+which the looks plan at run time).
 
-CLI: python -m workflow_scripts.core.usage --files B1.tsv B2.tsv ... --rules R1 R2 ... \
-        --out results/usage.parquet
+CLI: python -m workflow_scripts.core.usage --records results/benchmarks \
+        --planned OUT1 OUT2 ... --out results/usage.parquet
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
+from pathlib import Path
 
-import pandas as pd
+from workflow_scripts.core import contracts, paths
 
-from workflow_scripts.core import contracts
-
-# Columns of Snakemake's benchmark TSV that the table uses.
-_NEEDED = ("s", "max_rss", "cpu_time")
-
-
-def read_benchmark(path) -> pd.DataFrame:
-    df = pd.read_csv(path, sep="\t")
-    contracts.check_columns(df, _NEEDED, path)
-    return df
+_LOOK = re.compile(re.escape(paths.LOOK).replace(r"\{k\}", "[0-9]+"))
 
 
-def usage_table(files, rules) -> pd.DataFrame:
-    """One row per rule: jobs, total and largest wall seconds, largest peak RSS (MB; the
-    whole job's process tree as Snakemake measures it), total CPU seconds."""
-    if len(files) != len(rules):
-        raise ValueError(f"{len(files)} benchmark files but {len(rules)} rule names")
-    rows = [read_benchmark(f).assign(rule=r) for f, r in zip(files, rules, strict=True)]
-    df = pd.concat(rows, ignore_index=True)
+def read_records(records_dir, planned) -> list[dict]:
+    """One dict per job record under records_dir whose output is planned (or a look)."""
+    records_dir, planned, rows = Path(records_dir), set(map(str, planned)), []
+    for f in sorted(records_dir.glob("*/**/*.json")):
+        rel = f.relative_to(records_dir)
+        rule, output = rel.parts[0], str(Path(*rel.parts[1:]))[: -len(".json")]
+        if output not in planned and not _LOOK.fullmatch(output):
+            continue
+        try:
+            rec = json.loads(f.read_text(encoding="utf-8"))
+            rows.append({"rule": rule, "output": output, "s": float(rec["wall_s"]),
+                         "cpu_s": float(rec["cpu_s"]), "max_rss_mb": float(rec["max_rss_mb"])})
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{f}: not a job record ({e}): delete it and rerun") from None
+    return rows
+
+
+def usage_table(rows: list[dict]):
+    """One row per rule, in first-seen order: jobs, total and largest wall seconds, largest
+    peak RSS (MB, the job's own process), total CPU seconds."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=["rule", "output", "s", "cpu_s", "max_rss_mb"])
     g = df.groupby("rule", sort=False)
     out = pd.DataFrame({
         "rule": list(g.groups),
         "jobs": g.size().to_numpy(),
         "seconds_total": g["s"].sum().to_numpy(),
         "seconds_max": g["s"].max().to_numpy(),
-        "max_rss_mb": pd.to_numeric(g["max_rss"].max(), errors="coerce").to_numpy(),
-        "cpu_seconds": pd.to_numeric(g["cpu_time"].sum(), errors="coerce").to_numpy(),
+        "max_rss_mb": g["max_rss_mb"].max().to_numpy(),
+        "cpu_seconds": g["cpu_s"].sum().to_numpy(),
     })
     return out[list(contracts.USAGE_COLUMNS)]
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="Sum Snakemake benchmark files per rule.")
-    ap.add_argument("--files", nargs="+", required=True)
-    ap.add_argument("--rules", nargs="+", required=True, help="the rule of each file")
+    ap = argparse.ArgumentParser(description="Sum the jobs' measured cost per rule.")
+    ap.add_argument("--records", default=paths.RECORDS)
+    ap.add_argument("--planned", nargs="*", default=[], help="the plan's job outputs")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    table = usage_table(a.files, a.rules)
+    table = usage_table(read_records(a.records, a.planned))
     contracts.write_parquet(a.out, table)
     print(table.to_string(index=False))
 

@@ -1,0 +1,320 @@
+"""The study plan: everything the workflow needs to know about a checked config, as pure
+functions of that config. Which models are trained, which evaluation files each rule writes,
+what the statistics, curves and claims read, the ladder's runs, the figures, the promised
+outputs and the grid the claims are checked against.
+
+Rules (rules/*.smk), the claims and the report ask this module; none of them re-derives the
+grid. It reads no output on disk, so every parse of the same config plans the same DAG (a
+cluster node that parses the workflow again sees the jobs the login node planned). Paths come
+from core/paths.py. Standard library only: the Snakefile builds a plan on every call.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+
+from workflow_scripts.core import paths
+from workflow_scripts.core.contracts import (
+    BASE,
+    COMPUTE_TABLES,
+    CURVE_TABLES,
+    METRICS,
+    PER_DEPTH_REFERENCE,
+    STATS_TABLES,
+    TRAIN_ONCE,
+    snapshot_steps,
+)
+from workflow_scripts.ladder import KINDS, METHODS
+
+# The bi-encoder study's figures, in report order (one rule each: rules/figures.smk).
+BIENCODER_FIGURES = ("depth_vs_budget", "per_benchmark_degradation", "seed_variance",
+                     "pareto", "quality_vs_compute", "learning_curves")
+
+
+def regex(names) -> str:
+    """A wildcard constraint matching exactly these names (none: nothing)."""
+    return "|".join(map(re.escape, map(str, names))) or "(?!)"
+
+
+class StudyPlan:
+    """The plan of one config (validated, schema defaults filled: study_config.check_config)."""
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.has_biencoder = "recipes" in config
+        self.has_ladder = "ladder" in config
+        self.has_claims = bool(config.get("claims"))
+        self.formats = list(config["figures"]["formats"])
+
+    # ---- the bi-encoder grid -------------------------------------------------------------
+    @functools.cached_property
+    def depths(self) -> list[int]:
+        return sorted(self.config["depths"])
+
+    @property
+    def max_depth(self) -> int:
+        return self.depths[-1]
+
+    @property
+    def strategies(self) -> list[str]:
+        """The per-depth strategies: one model per depth."""
+        return list(self.config["strategies"])
+
+    @property
+    def recipes(self) -> dict:
+        return self.config["recipes"]
+
+    @property
+    def benchmarks(self) -> list[str]:
+        return list(self.config["benchmarks"])
+
+    @property
+    def train_data(self) -> str:
+        return self.config["train_data"]
+
+    @functools.cached_property
+    def budget_order(self) -> list[str]:
+        """Recipes by training budget (examples seen), smallest first."""
+        r = self.recipes
+        return sorted(r, key=lambda n: (r[n]["steps"] * r[n]["batch_size"], n))
+
+    @functools.cached_property
+    def budget_pair(self) -> list[str]:
+        return self.config["figures"].get("budget_pair") or [self.budget_order[0],
+                                                              self.budget_order[-1]]
+
+    @functools.cached_property
+    def curve_recipes(self) -> list[str]:
+        """Recipes with a learning curve (eval_steps), in budget order."""
+        return [r for r in self.budget_order if self.recipes[r]["eval_steps"]]
+
+    def snapshot_steps(self, recipe: str) -> list[int]:
+        """A recipe's learning-curve steps that get a snapshot (all but its last step)."""
+        spec = self.recipes[recipe]
+        return snapshot_steps(spec["eval_steps"], spec["steps"])
+
+    def recipe_strategies(self, recipe: str) -> list[str]:
+        """A recipe's arms: the per-depth strategies, then its train-once arms."""
+        return [*self.strategies, *self.recipes[recipe]["train_once"]]
+
+    def trained_arms(self) -> list[tuple[str, str, int]]:
+        """(recipe, strategy, depth) of every trained arm; a train-once arm has every depth."""
+        return [(r, s, d) for r in self.recipes for s in self.recipe_strategies(r)
+                for d in self.depths]
+
+    def model_depth(self, strategy: str, depth: int) -> int:
+        """The trained depth behind an arm's depth: a train-once model holds the deepest."""
+        return self.max_depth if strategy in TRAIN_ONCE else int(depth)
+
+    def models(self) -> list[tuple[str, str, int, int]]:
+        """(recipe, strategy, trained depth, seed) of every model to train: one per seed for a
+        train-once arm (at the deepest depth), one per seed and depth otherwise."""
+        keys = dict.fromkeys((r, s, self.model_depth(s, d), seed)
+                             for r, s, d in self.trained_arms()
+                             for seed in self.recipes[r]["seeds"])
+        return list(keys)
+
+    def model_files(self) -> list[str]:
+        return [f"{paths.MODEL_DIR.format(recipe=r, strategy=s, depth=d, seed=seed)}/"
+                "model.safetensors" for r, s, d, seed in self.models()]
+
+    def summaries(self) -> list[str]:
+        return [f"{paths.MODEL_DIR.format(recipe=r, strategy=s, depth=d, seed=seed)}/"
+                "train_summary.json" for r, s, d, seed in self.models()]
+
+    def arm_seeds(self, recipes=None) -> list[dict]:
+        """The wildcards of every trained arm's evaluation folder (of `recipes`, or all)."""
+        return [dict(recipe=r, strategy=s, depth=d, seed=seed)
+                for r, s, d in self.trained_arms() if recipes is None or r in recipes
+                for seed in self.recipes[r]["seeds"]]
+
+    def trained_eval_files(self) -> list[str]:
+        return [paths.EVAL.format(**a, benchmark=b) for a in self.arm_seeds()
+                for b in self.benchmarks]
+
+    def base_eval_files(self) -> list[str]:
+        return [paths.BASE_EVAL.format(strategy=s, depth=d, benchmark=b)
+                for s in self.strategies for d in self.depths for b in self.benchmarks]
+
+    def curve_eval_files(self) -> list[str]:
+        """The snapshots' evaluations (steps/ files) of every arm with a learning curve."""
+        return [paths.EVAL_STEPS.format(**a, benchmark=b)
+                for a in self.arm_seeds(self.curve_recipes) if self.snapshot_steps(a["recipe"])
+                for b in self.benchmarks]
+
+    def curve_input_files(self) -> list[str]:
+        """What the curves stage reads: the bases (step 0), the curve recipes' final models
+        (the last step) and their snapshots."""
+        final = [paths.EVAL.format(**a, benchmark=b) for a in self.arm_seeds(self.curve_recipes)
+                 for b in self.benchmarks]
+        return self.base_eval_files() + final + self.curve_eval_files()
+
+    def expected_grid(self) -> str:
+        """The grid the stats stage checks its evaluations against (core/arms.py)."""
+        trained = [[r, s, d, self.recipes[r]["seeds"]] for r, s, d in self.trained_arms()]
+        base = [[BASE, s, d, [-1]] for s in self.strategies for d in self.depths]
+        return json.dumps({"benchmarks": self.benchmarks, "arms": base + trained})
+
+    def curve_grid(self) -> str:
+        """The curves the curves stage computes and checks its evaluations against."""
+        curves = [[r, s, d, self.recipes[r]["seeds"], self.snapshot_steps(r),
+                   self.recipes[r]["steps"]]
+                  for r in self.curve_recipes for s in self.recipe_strategies(r)
+                  for d in self.depths]
+        return json.dumps({"benchmarks": self.benchmarks, "curves": curves})
+
+    def latency_runs(self) -> list[str]:
+        return [paths.LATENCY_RUN.format(r=r) for r in range(self.config["latency"]["runs"])]
+
+    def figures(self) -> list[str]:
+        """The bi-encoder figures this config draws."""
+        names = list(BIENCODER_FIGURES)
+        if self.budget_pair[0] == self.budget_pair[1]:  # one recipe: no budget effect
+            names.remove("per_benchmark_degradation")
+        if not self.curve_recipes:
+            names.remove("learning_curves")
+        return names
+
+    def figure_files(self, name: str) -> list[str]:
+        return [paths.FIGURE.format(name=name, fmt=f) for f in self.formats]
+
+    def stats_tables(self) -> list[str]:
+        tables = [*STATS_TABLES, *COMPUTE_TABLES, *(CURVE_TABLES if self.curve_recipes else ())]
+        return [paths.STATS_TABLE.format(table=t) for t in tables]
+
+    def datasets_of(self, source: str) -> list[str]:
+        """The data registry's datasets of one source (docstrings, beir, ...)."""
+        return [n for n, spec in self.config["datasets"].items() if spec["source"] == source]
+
+    def data_files(self) -> list[str]:
+        return [*(f for b in self.benchmarks for f in paths.beir_files(b)),
+                paths.TRAIN_DATA.format(train_data=self.train_data)]
+
+    def data_cards(self) -> list[str]:
+        cards = [f"{paths.BEIR_DIR.format(benchmark=b)}/{paths.DATACARD}" for b in self.benchmarks]
+        return [*cards, paths.TRAIN_CARD.format(train_data=self.train_data)]
+
+    # ---- the ladder ------------------------------------------------------------------------
+    @property
+    def ladder(self) -> dict:
+        return self.config["ladder"]
+
+    @functools.cached_property
+    def ladder_archs(self) -> dict[str, dict]:
+        return {c["name"]: c for c in self.ladder["configs"]}  # names: unique (configcheck)
+
+    @property
+    def ladder_data(self) -> str:
+        return paths.LADDER_DATA.format(dataset=self.ladder["dataset"]["name"])
+
+    def ladder_run_keys(self) -> list[dict]:
+        """The wildcards of every ladder run: (config, method, k, seed), k = 0..L."""
+        return [dict(arch=a, method=m, k=k, seed=s) for a, c in self.ladder_archs.items()
+                for m in self.ladder["methods"] for k in range(c["L"] + 1)
+                for s in self.ladder["seeds"]]
+
+    def ladder_runs(self, k=None) -> list[str]:
+        return [paths.LADDER_RUN.format(**w) for w in self.ladder_run_keys()
+                if k is None or w["k"] == k]
+
+    def ladder_standalone(self) -> list[str]:
+        """The cross-check's standalone runs (all blocks frozen, or none), if configured."""
+        if not self.ladder["crosscheck"]:
+            return []
+        return [paths.LADDER_STANDALONE.format(arch=a, kind=kind, seed=s)
+                for a in self.ladder_archs for kind in KINDS for s in self.ladder["seeds"]]
+
+    def ladder_figures(self) -> list[str]:
+        return [paths.FIGURE.format(name="depth_ladder", fmt=f) for f in self.formats]
+
+    def ladder_outputs(self) -> list[str]:
+        return [*(paths.LADDER_TABLE.format(table=t) for t in paths.LADDER_TABLES),
+                paths.LADDER_IDENTITY, *self.ladder_figures(), paths.LADDER_SUMMARY]
+
+    # ---- claims ----------------------------------------------------------------------------
+    def claim_figures(self) -> list[str]:
+        return [paths.FIGURE.format(name="claims", fmt=f) for f in self.formats]
+
+    def claim_outputs(self) -> list[str]:
+        adaptive = self.config.get("adaptive_seeds") and self.has_biencoder
+        looks = [paths.LOOKS_TABLE] if adaptive else []
+        return [paths.CLAIMS_TABLE, paths.CLAIMS_MD, *self.claim_figures(), *looks]
+
+    def claims_grid(self, layers: int = 0) -> dict:
+        return claims_grid(self.config, layers=layers)
+
+    # ---- what a run promises ---------------------------------------------------------------
+    def biencoder_outputs(self) -> list[str]:
+        return [paths.RESULTS, *(f for n in self.figures() for f in self.figure_files(n))]
+
+    def promised(self) -> list[str]:
+        """Every artifact the study promises (rule all's targets): the report and figures, and
+        also what they are made from (per-query evaluations, statistics tables, latency runs,
+        ladder runs, claims), so that a missing one is rebuilt by the next plain run and the
+        aggregates after it with it, never left silently absent."""
+        out = []
+        if self.has_biencoder:
+            out += [*self.trained_eval_files(), *self.base_eval_files(),
+                    *(self.curve_eval_files() if self.curve_recipes else []),
+                    *self.stats_tables(), *self.latency_runs(), paths.LATENCY_SUMMARY,
+                    paths.LATENCY_COHERENCE, paths.LATENCY_LADDER, paths.USAGE,
+                    *self.biencoder_outputs()]
+        if self.has_ladder:
+            out += [*self.ladder_runs(), *self.ladder_standalone(), *self.ladder_outputs()]
+        if self.has_claims:
+            out += self.claim_outputs()
+        return list(dict.fromkeys(out))
+
+    def measured(self) -> list[str]:
+        """Every job's first output but the usage table's and the report's (looks aside: the
+        looks plan theirs at run time): what the usage table sums (core/usage.py)."""
+        out = [p for p in self.promised() if p not in (paths.USAGE, paths.RESULTS)]
+        if self.has_biencoder:
+            out += [*self.model_files(), *self.data_files()]
+        if self.has_ladder:
+            out.append(self.ladder_data)
+        return list(dict.fromkeys(out))
+
+
+def _schema_default(key: str):
+    from workflow_scripts.core.settings import schema_node  # yaml: only where a default is read
+
+    return schema_node(key)[0]["default"]
+
+
+def claims_grid(config: dict, metrics=METRICS, ladder_methods=METHODS, layers: int = 0) -> dict:
+    """The arms a config produces, in the config's order (claims/grid.py's Grid as a dict);
+    the untrained base is the recipe `base`. Works on a partial config (tests, the claims
+    CLI): a key it lacks takes the schema's default. layers: the base model's layer count
+    where known (0: not known)."""
+    bi = lat = curves = None
+    benchmarks, datasets, seeds, runs, curve_metric = [], [], {}, 0, ""
+    if "recipes" in config:
+        recipes = config["recipes"]
+        seeds = {r: list(spec["seeds"]) for r, spec in recipes.items()}
+        runs = int(config.get("latency", {}).get("runs") or _schema_default("latency.runs"))
+        depths = sorted(config["depths"])
+        bi = [{"recipe": r, "strategy": s, "depth": d} for r in [BASE, *recipes]
+              for s in [*config["strategies"], *recipes.get(r, {}).get("train_once", [])]
+              for d in depths]
+        lat = [{"depth": d} for d in depths]
+        benchmarks = list(config["benchmarks"])
+        datasets = list(config.get("datasets", {}))
+        with_curve = [r for r, spec in recipes.items() if spec.get("eval_steps")]
+        curves = [a for a in bi if a["recipe"] in with_curve] or None
+        curve_metric = config.get("stats", {}).get("metric", metrics[0])
+    lad, ladder_seeds = None, []
+    if "ladder" in config:
+        methods = [m for m in ladder_methods if m in config["ladder"]["methods"]]
+        lad = [{"config": c["name"], "method": m, "k": k} for c in config["ladder"]["configs"]
+               for m in methods for k in range(c["L"] + 1)]
+        ladder_seeds = list(config["ladder"]["seeds"])
+    return {"biencoder": bi, "benchmarks": benchmarks, "metrics": list(metrics), "ladder": lad,
+            "latency": lat, "recipe_seeds": seeds, "ladder_seeds": ladder_seeds,
+            "latency_runs": runs, "curves": curves, "curve_metric": curve_metric,
+            "datasets": datasets, "layers": int(layers or 0)}
+
+
+__all__ = ["BIENCODER_FIGURES", "PER_DEPTH_REFERENCE", "StudyPlan", "claims_grid", "regex"]
