@@ -7,7 +7,7 @@ job, `predict` sums them into core-seconds and a wall-clock estimate on `cores` 
 `median_ci` is the interval of a median of repeated timings, `precise` the stopping rule.
 
 The cost model, per job (seconds on one core; `figures` holds the measured values):
-- training (train, train_seeds): the job's start (imports) + per seed the training's own
+- training (train, one job per model): the job's start (imports) + per seed the training's own
   fixed cost (load, data, save) + steps x the measured step time at that strategy and depth;
 - evaluation (evaluate_*): the job's start + per model encoded (final model, snapshots) its
   load, encoding the benchmark (corpus + queries) at the job's deepest depth (one pass gives
@@ -78,7 +78,9 @@ def parse_jobs(output: str) -> list[Job]:
         elif rule and line.startswith("Shell command:"):
             cmd = line.split(":", 1)[1].strip()
             if rule != "all":
-                argv = shlex.split(cmd.split(" > ")[0]) if cmd != "None" else []
+                argv = shlex.split(cmd) if cmd != "None" else []
+                if "--" in argv:  # python -m workflow_scripts.core.launch ... -- MODULE ARGS
+                    argv = ["python", "-m", *argv[argv.index("--") + 1:]]
                 if argv[:2] == ["python", "-m"]:
                     jobs.append(Job(rule, argv[2], _options(argv[3:])))
                 else:

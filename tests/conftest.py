@@ -43,11 +43,11 @@ def tiny_model(tmp_path_factory) -> Path:
 # pytest 9.2 no longer reads.)
 TINY_STUDY_FILES = ("tests/test_workflow.py", "tests/cluster/test_slurm.py",
                     "tests/test_adaptive_seeds.py", "tests/test_ladder_workflow.py")
-# Files whose module fixture runs trainings or a plan (test_batching's study, test_resume's
+# Files whose module fixture runs trainings or a plan (test_one_job_per_model's study, test_resume's
 # reference, test_laptop_sizing's dry run): each on one worker too, so that the fixture is
 # built once, not once per worker that takes one of its tests; xdist queues such a group (as
 # the tiny study's) before single tests.
-MODULE_STUDY_FILES = ("tests/test_batching.py", "tests/test_resume.py",
+MODULE_STUDY_FILES = ("tests/test_one_job_per_model.py", "tests/test_resume.py",
                       "tests/test_laptop_sizing.py")
 
 
@@ -203,14 +203,14 @@ def planned_jobs(output: str) -> list[tuple[str, str, list[str]]]:
 
 
 def trained_models(output: str) -> list[str]:
-    """The model files that the training jobs (rule train, and batch_seeds' train_seeds*)
-    of a Snakemake (dry-)run output write: one per training, however the jobs batch them."""
+    """The model files that the training jobs (rule train, one per model) of a Snakemake
+    (dry-)run output write."""
     models, rule = [], None
     for line in output.splitlines():
         if line.startswith(("rule ", "localrule ")) and line.rstrip().endswith(":"):
             rule = line.split()[1].rstrip(":")
         elif rule and line.strip().startswith("output:"):
-            if rule == "train" or rule.startswith("train_seeds"):
+            if rule == "train":
                 models += [f for f in line.split("output:", 1)[1].strip().split(", ")
                            if f.endswith("/model.safetensors")]
             rule = None

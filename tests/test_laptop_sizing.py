@@ -38,7 +38,8 @@ def test_training_and_evaluation_work_follow_the_config(laptop_plan):
     depths, spec = cfg["depths"], next(iter(cfg["recipes"].values()))
     train = sorted(plan.training_work(j) for j in jobs if j.module == plan.TRAIN)
     arms = [("top", d) for d in depths] + [(a, max(depths)) for a in spec["train_once"]]
-    assert train == sorted((s, d, len(spec["seeds"]), spec["steps"]) for s, d in arms)
+    # one job per model: each trains one seed
+    assert train == sorted((s, d, 1, spec["steps"]) for s, d in arms for _ in spec["seeds"])
     evals = [plan.evaluation_work(j) for j in jobs if j.module == plan.EVALUATE]
     models = 1 + len([s for s in spec.get("eval_steps", []) if s < spec["steps"]])
     per_depth = len(depths) * len(spec["seeds"]) * len(cfg["benchmarks"])
@@ -67,9 +68,9 @@ def _job(rule, module="", **args):
 
 def test_job_seconds_and_the_prediction_add_up():
     settings = ['{"steps": 10, "batch_size": 32}']
-    train = _job("train_seeds", plan.TRAIN, strategy=["top"], depth=["6"],
+    train = _job("train", plan.TRAIN, strategy=["top"], depth=["6"],
                  seed=["42", "43", "44"], settings_json=settings)
-    once = _job("train_seeds", plan.TRAIN, strategy=["adaptive"], depth=["6"],
+    once = _job("train", plan.TRAIN, strategy=["adaptive"], depth=["6"],
                 seed=["42"], settings_json=settings)
     curve = _job("evaluate_steps", plan.EVALUATE, snapshots=["x/steps"], steps=["5"],
                  final=["x"], depth=["1"], benchmark=["b"])
@@ -87,7 +88,7 @@ def test_job_seconds_and_the_prediction_add_up():
     assert p["latency_seconds"] == 40
     assert p["chain"] == pytest.approx(194 + 62.75)
     assert p["wall_seconds"] == pytest.approx(max(core / 2, 194 + 62.75) + 40)
-    assert p["per_rule"]["train_seeds"] == (2, 272)
+    assert p["per_rule"]["train"] == (2, 272)
 
 
 def test_median_interval_by_order_statistics():

@@ -1,38 +1,66 @@
-"""Snakemake benchmark files summed per rule (results/usage.parquet)."""
+"""The jobs' records (core/launch.py) summed per rule (results/usage.parquet)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from workflow_scripts.core import contracts, usage
-
-HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+from workflow_scripts.core import contracts, paths, usage
 
 
-def _bench(path, seconds, rss, cpu):
-    path.write_text(HEADER + f"{seconds}\t0:00:01\t{rss}\t1\t1\t1\t0\t0\t50\t{cpu}\n")
-    return path
+def _record(records, log, output, wall, cpu, rss):
+    f = records / f"{log}.json"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps({"wall_s": wall, "cpu_s": cpu, "max_rss_mb": rss,
+                             "mode": "fresh", "outputs": [output]}))
+    return output
 
 
-def test_usage_sums_jobs_per_rule_in_first_seen_order(tmp_path):
-    files = [_bench(tmp_path / "a.tsv", 2.0, 100.5, 1.5), _bench(tmp_path / "b.tsv", 3.0, 80, 2),
-             _bench(tmp_path / "c.tsv", 1.0, "NA", 0.5)]
-    table = usage.usage_table(files, ["train", "train", "stats"])
-    assert list(table.columns) == list(contracts.USAGE_COLUMNS)
-    assert table["rule"].tolist() == ["train", "stats"]
-    train = table.iloc[0]
-    assert (train.jobs, train.seconds_total, train.seconds_max) == (2, 5.0, 3.0)
-    assert train.max_rss_mb == 100.5 and train.cpu_seconds == 3.5
-    assert table.iloc[1].max_rss_mb != table.iloc[1].max_rss_mb  # NA stays missing (NaN)
+def test_usage_sums_jobs_per_rule(tmp_path):
+    rec = tmp_path / "benchmarks"
+    planned = [_record(rec, "train/a.log", "checkpoints/a/model.safetensors", 10, 8, 900),
+               _record(rec, "train/b.log", "checkpoints/b/model.safetensors", 30, 20, 1100),
+               _record(rec, "stats.log", "results/stats/ci.parquet", 2, 1.5, 300)]
+    # a look's document: planned at run time, always counted
+    _record(rec, "claims_look/look0.log", paths.LOOK.format(k=0), 1, 0.5, 200)
+    # a job the plan no longer has (an edited config): left out
+    _record(rec, "train/old.log", "checkpoints/old/model.safetensors", 99, 99, 9999)
+    table = usage.usage_table(usage.read_records(rec, planned))
+    assert table.to_dict("list") == {
+        "rule": ["claims_look", "stats", "train"], "jobs": [1, 1, 2],
+        "seconds_total": [1.0, 2.0, 40.0], "seconds_max": [1.0, 2.0, 30.0],
+        "max_rss_mb": [200.0, 300.0, 1100.0], "cpu_seconds": [0.5, 1.5, 28.0]}
     out = tmp_path / "usage.parquet"
-    usage.main(["--files", *map(str, files), "--rules", "train", "train", "stats",
-                "--out", str(out)])
+    usage.main(["--records", str(rec), "--planned", *planned, "--out", str(out)])
     assert contracts.read_usage(out).equals(table)
 
 
-def test_a_file_and_rule_count_mismatch_is_an_error(tmp_path):
-    with pytest.raises(ValueError, match="2 benchmark files but 1 rule"):
-        usage.usage_table([_bench(tmp_path / "a.tsv", 1, 1, 1)] * 2, ["train"])
-    (tmp_path / "bad.tsv").write_text("s\tfoo\n1\t2\n")
-    with pytest.raises(contracts.DataError, match=r"bad\.tsv: missing column"):
-        usage.usage_table([tmp_path / "bad.tsv"], ["train"])
+def test_a_broken_record_is_named(tmp_path):
+    f = tmp_path / "train" / "m.log.json"
+    f.parent.mkdir()
+    f.write_text("{}")
+    with pytest.raises(ValueError, match=r"train/m.log.json: not a job record"):
+        usage.read_records(tmp_path, ["m"])
+
+
+def test_every_rules_log_is_named_after_it():
+    """The usage table reads a job's rule from its log's name (logs/<rule>.log or
+    logs/<rule>/...): every rule of every shipped config keeps to it."""
+    import re
+
+    from conftest import ROOT
+
+    text = "\n".join(p.read_text() for p in sorted((ROOT / "rules").glob("*.smk")))
+    rule, logs = None, {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"(?:rule|checkpoint) (\w+):|use rule \w+ as (\w+) with:", line)
+        if m:
+            rule = m.group(1) or m.group(2)
+        elif line.strip() == "log:":
+            logs[rule] = lines[i + 1].strip().strip(",").lstrip("f").strip('"')
+    assert len(logs) > 30
+    for rule, log in logs.items():
+        assert paths.rule_of(Path(paths.record_of(log)).relative_to(paths.RECORDS)) == rule, log

@@ -21,8 +21,8 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     counts = job_counts(proc.stdout + proc.stderr)
     # recipes x depths x seeds, r4's adaptive seeds...
     assert len(set(trained_models(proc.stdout + proc.stderr))) == 2 * 2 * 2 + 2
-    # ...batch_seeds: one job per arm (recipe x depth, r4's adaptive) trains both seeds
-    assert {r: n for r, n in counts.items() if r.startswith("train")} == {"train_seeds": 5}
+    # ...one job per model
+    assert {r: n for r, n in counts.items() if r.startswith("train")} == {"train": 10}
     assert counts["evaluate_trained"] == 4 * len(TINY_BENCHMARKS)  # r1's models
     # One job per benchmark for every depth of the base, and of each adaptive model
     assert "evaluate_base" not in counts
@@ -218,7 +218,7 @@ def test_changed_curve_settings_rerun_only_their_recipe_and_stage(tiny_run, tmp_
     out = _dry_edited(wd, cfg, tmp_path,
                       lambda conf: conf["recipes"]["r4"].update(eval_steps=[4, 8]))
     counts = job_counts(out)
-    assert len(trained_models(out)) == 4 + 2  # (batch_seeds: 3 train_seeds jobs)
+    assert len(trained_models(out)) == 4 + 2
     assert counts["evaluate_steps"] == 4 * len(TINY_BENCHMARKS)
     assert counts["evaluate_steps_train_once"] == 2 * len(TINY_BENCHMARKS)
     assert set(re.findall(r"wildcards: recipe=(\w+)", out)) == {"r4"}
@@ -234,7 +234,7 @@ def test_changed_loss_setting_retrains_only_the_train_once_arm(tiny_run, tmp_pat
         train_once_loss={"kl_temperature": 0.5}))
     trains = [(rule, reason) for rule, reason, _ in planned_jobs(out)
               if rule.startswith("train")]
-    assert sorted(trained_models(out)) == [  # one job (batch_seeds) for both seeds
+    assert sorted(trained_models(out)) == [
         f"checkpoints/r4/adaptive2/seed{s}/model.safetensors" for s in (1, 2)]
     assert trains and all("Params have changed" in r for _, r in trains)
     assert set(re.findall(r"output: checkpoints/r4/(\w+?)\d/seed\d/model", out)) == {

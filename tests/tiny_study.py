@@ -19,10 +19,6 @@ def tiny_config(model_dir) -> dict:
         "depths": [1, 2],
         "strategies": ["top"],
         "max_seq_length": 32,
-        # As the default config: one train_seeds job per arm trains both seeds (a process
-        # start less per model). Rule train's own jobs run in tests/test_batching.py's
-        # study; test_workflow.py's added-seed dry run plans them.
-        "batch_seeds": True,
         "recipes": {
             "r1": {"batch_size": 4, "steps": 2, "lr": 1e-3, "warmup": 0, "seeds": [1, 2]},
             "r4": {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 0, "seeds": [1, 2],
@@ -44,8 +40,8 @@ def tiny_config(model_dir) -> dict:
         "stats": {"nboot": 200, "seed": 0},
         "figures": {"budget_pair": ["r1", "r4"], "formats": ["png"]},
         # One block, one job per run (k = 0, 1 for both seeds) and the crosscheck's
-        # standalone models. tests/test_ladder_workflow.py reruns it batched, and checks
-        # the ladder's own staleness, on copies; test_batching.py batches a ladder too.
+        # standalone models; tests/test_ladder_workflow.py checks the ladder's own
+        # staleness on copies.
         "ladder": copy.deepcopy(TINY_LADDER),
         "claims": TINY_CLAIMS,
     }

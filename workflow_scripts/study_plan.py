@@ -151,6 +151,43 @@ class StudyPlan:
                  for b in self.benchmarks]
         return self.base_eval_files() + final + self.curve_eval_files()
 
+    def evaluation_jobs(self) -> list[tuple[str, list[str]]]:
+        """(rule, outputs) of every evaluation job (rules/evaluate.smk): which model (a
+        per-depth one, or one pass over every depth for a train-once model and the base of
+        strategy top) and what of it (the final model, or with a learning curve its snapshots
+        and final model)."""
+        def at_depths(template, **w):
+            return [template.format(**w, depth=d) for d in self.depths]
+
+        if not self.has_biencoder:
+            return []
+        jobs = []
+        for s in self.strategies:
+            one_pass = s == PER_DEPTH_REFERENCE
+            for b in self.benchmarks:
+                if one_pass:
+                    jobs.append(("evaluate_base_one_pass",
+                                 at_depths(paths.BASE_EVAL, strategy=s, benchmark=b)))
+                else:
+                    jobs += [("evaluate_base", [paths.BASE_EVAL.format(strategy=s, depth=d,
+                                                                       benchmark=b)])
+                             for d in self.depths]
+        for r in self.recipes:
+            curve = r in self.curve_recipes
+            for s in self.recipe_strategies(r):
+                once = s in TRAIN_ONCE
+                rule = {(False, False): "evaluate_trained", (True, False): "evaluate_train_once",
+                        (False, True): "evaluate_steps",
+                        (True, True): "evaluate_steps_train_once"}[(once, curve)]
+                for seed in self.recipes[r]["seeds"]:
+                    for b in self.benchmarks:
+                        w = dict(recipe=r, strategy=s, seed=seed, benchmark=b)
+                        for depths in ([self.depths] if once else [[d] for d in self.depths]):
+                            final = [paths.EVAL.format(**w, depth=d) for d in depths]
+                            steps = [paths.EVAL_STEPS.format(**w, depth=d) for d in depths]
+                            jobs.append((rule, steps + final if curve else final))
+        return jobs
+
     def expected_grid(self) -> str:
         """The grid the stats stage checks its evaluations against (core/arms.py)."""
         trained = [[r, s, d, self.recipes[r]["seeds"]] for r, s, d in self.trained_arms()]

@@ -49,13 +49,20 @@ CLAIMS_MD = "results/claims.md"
 LOOK = "results/looks/look{k}.json"
 LOOKS_TABLE = "results/claims_looks.parquet"
 
-# Every job's measured cost (core/launch.py writes it, core/usage.py reads them all).
+# Every job's log is logs/<rule>.log or logs/<rule>/...; its measured cost (core/launch.py
+# writes it, core/usage.py reads them all) lies at the same place under results/benchmarks.
+LOGS = "logs"
 RECORDS = "results/benchmarks"
 
 
-def record(rule: str, output: str) -> str:
-    """Where the record of the job of `rule` whose first output is `output` lies."""
-    return f"{RECORDS}/{rule}/{output}.json"
+def record_of(log: str) -> str:
+    """The record of the job whose log is `log`."""
+    return f"{RECORDS}/{Path(log).relative_to(LOGS)}.json"
+
+
+def rule_of(record: Path) -> str:
+    """The rule of a record (a path relative to RECORDS): its log's first name."""
+    return record.parts[0].removesuffix(".json").removesuffix(".log")
 
 
 def under(results, path: str) -> Path:

@@ -1,12 +1,12 @@
 """Measured cost per rule: every job's record (wall seconds, CPU seconds, peak resident
-memory of the job's process, written by core/launch.py under results/benchmarks/<rule>/
-<first output>.json) summed per rule into results/usage.parquet, for the report's table and
-for sizing a cluster's `mem_mb` / `runtime`.
+memory of the job's process, and its outputs; written by core/launch.py beside the job's log
+name under results/benchmarks/) summed per rule into results/usage.parquet, for the report's
+table and for sizing a cluster's `mem_mb` / `runtime`.
 
-The rule of a record is its folder's name, as Snakemake names the rule that ran the job; no
-list of rules is kept anywhere. Records of jobs the current plan no longer has (an edited
-config) are left out: only outputs given as --planned count (and the looks' documents,
-which the looks plan at run time).
+A job's log is logs/<rule>.log or logs/<rule>/... (tests/test_usage.py checks every rule),
+so a record's first name is its rule: no list of rules or benchmark files is kept anywhere.
+Records of jobs the current plan no longer has (an edited config) are left out: only jobs
+with an output given as --planned count (and the looks, which the looks plan at run time).
 
 CLI: python -m workflow_scripts.core.usage --records results/benchmarks \
         --planned OUT1 OUT2 ... --out results/usage.parquet
@@ -25,29 +25,28 @@ _LOOK = re.compile(re.escape(paths.LOOK).replace(r"\{k\}", "[0-9]+"))
 
 
 def read_records(records_dir, planned) -> list[dict]:
-    """One dict per job record under records_dir whose output is planned (or a look)."""
+    """One dict per job record under records_dir with a planned output (or a look's)."""
     records_dir, planned, rows = Path(records_dir), set(map(str, planned)), []
-    for f in sorted(records_dir.glob("*/**/*.json")):
-        rel = f.relative_to(records_dir)
-        rule, output = rel.parts[0], str(Path(*rel.parts[1:]))[: -len(".json")]
-        if output not in planned and not _LOOK.fullmatch(output):
-            continue
+    for f in sorted(records_dir.rglob("*.json")):
         try:
             rec = json.loads(f.read_text(encoding="utf-8"))
-            rows.append({"rule": rule, "output": output, "s": float(rec["wall_s"]),
-                         "cpu_s": float(rec["cpu_s"]), "max_rss_mb": float(rec["max_rss_mb"])})
+            outputs = list(rec["outputs"])
+            row = {"rule": paths.rule_of(f.relative_to(records_dir)), "s": float(rec["wall_s"]),
+                   "cpu_s": float(rec["cpu_s"]), "max_rss_mb": float(rec["max_rss_mb"])}
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(f"{f}: not a job record ({e}): delete it and rerun") from None
+        if any(o in planned or _LOOK.fullmatch(o) for o in outputs):
+            rows.append(row)
     return rows
 
 
 def usage_table(rows: list[dict]):
-    """One row per rule, in first-seen order: jobs, total and largest wall seconds, largest
+    """One row per rule, in name order: jobs, total and largest wall seconds, largest
     peak RSS (MB, the job's own process), total CPU seconds."""
     import pandas as pd
 
-    df = pd.DataFrame(rows, columns=["rule", "output", "s", "cpu_s", "max_rss_mb"])
-    g = df.groupby("rule", sort=False)
+    df = pd.DataFrame(rows, columns=["rule", "s", "cpu_s", "max_rss_mb"])
+    g = df.groupby("rule", sort=True)
     out = pd.DataFrame({
         "rule": list(g.groups),
         "jobs": g.size().to_numpy(),
