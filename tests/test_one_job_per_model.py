@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import re
 import signal
 import subprocess
@@ -136,33 +137,40 @@ def test_added_seeds_train_only_themselves(study):
 
 @pytest.mark.slow
 def test_a_run_killed_in_its_second_training_keeps_the_first(study, tmp_path):
-    """Snakemake killed while the second of two trainings runs: the first model keeps its
-    bytes and mtime, and the next run plans only the second."""
+    """Snakemake interrupted (Ctrl-C) while the second of two trainings runs: the first
+    model keeps its bytes and mtime, and the next run plans only the second."""
     wd, conf, _ = study
     seeds = copy.deepcopy(conf)
     seeds["recipes"]["r2"]["seeds"] = [5, 6]
-    seeds["recipes"]["r2"]["steps"] = 40  # long enough to be caught while it trains
+    seeds["recipes"]["r2"]["steps"] = 300  # long enough to be caught while it trains
     cfg = _write(wd, seeds)
     models = [wd / f"checkpoints/r2/top1/seed{s}/model.safetensors" for s in (5, 6)]
     proc = subprocess.Popen([*SNAKEMAKE, "-s", str(wd / "Snakefile"), "--directory", str(wd),
                              "--cores", "1", f"--configfile={cfg}",
-                             *map(str, models)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while not any(m.exists() for m in models) and time.monotonic() < deadline:
-        assert proc.poll() is None, "the run ended before a training could be caught"
-        time.sleep(0.2)
+                             *(str(m.relative_to(wd)) for m in models)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+    def wait_for(check):
+        deadline = time.monotonic() + 300
+        while not check() and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stdout.read()[-3000:]
+            time.sleep(0.1)
+
+    wait_for(lambda: any(m.exists() for m in models))
     first = next(m for m in models if m.exists())
     second = next(m for m in models if m != first)
-    time.sleep(1.0)  # the second training is under way
+    log = wd / "logs/train/r2/top1" / f"{second.parent.name}.log"
+    wait_for(log.exists)  # the second training has started
+    time.sleep(0.5)
     stat = first.stat()
     digest = hashlib.sha256(first.read_bytes()).hexdigest()
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=120)
-    assert not second.exists()
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group
+    out = proc.communicate(timeout=120)[0]
+    assert not second.exists(), out[-3000:]
     assert hashlib.sha256(first.read_bytes()).hexdigest() == digest
     assert first.stat().st_mtime_ns == stat.st_mtime_ns
     plan = snakemake(wd, "-n", "--cores", "1", f"--configfile={cfg}",
-                     *map(str, models)).stdout
+                     *(str(m.relative_to(wd)) for m in models)).stdout
     assert job_counts(plan)["train"] == 1 and str(second.relative_to(wd)) in plan
     assert str(first.relative_to(wd)) not in plan.split("Job stats")[1]
