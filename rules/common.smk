@@ -53,10 +53,14 @@ def settings_json(stage, **names):
     return getattr(stage_settings, stage).from_config(config, **names).to_json()
 
 
+def spaced(files):
+    """Files as one argument list (a named input or output of one file is a string)."""
+    return files if isinstance(files, str) else " ".join(files)
+
+
 def option(flag, files):
-    """`flag f1 f2 ...`, or nothing without files (a single named input is a string)."""
-    files = [files] if isinstance(files, str) else list(files)
-    return " ".join([flag, *files]) if files else ""
+    """`flag f1 f2 ...`, or nothing without files."""
+    return f"{flag} {spaced(files)}" if files else ""
 
 
 def all_cores():
@@ -99,7 +103,7 @@ def at_depths(template):
 def snapshots_source(wc, input, output):
     return (
         f"--snapshots {input.steps} --steps {' '.join(map(str, PLAN.snapshot_steps(wc.recipe)))}"
-        f" --final {os.path.dirname(input.model)} --final-out {' '.join(output.final)}"
+        f" --final {os.path.dirname(input.model)} --final-out {spaced(output.final)}"
     )
 
 

@@ -75,7 +75,7 @@ use rule evaluate_trained as evaluate_train_once with:
         recipe=lambda wc: wc.recipe,
         seed=lambda wc: wc.seed,
         settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
-        out=lambda wc, output: " ".join(output),
+        out=lambda wc, output: spaced(output),
 
 
 use rule evaluate_trained as evaluate_base with:
@@ -110,7 +110,7 @@ use rule evaluate_base as evaluate_base_one_pass with:
         recipe="base",
         seed=-1,
         settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
-        out=lambda wc, output: " ".join(output),
+        out=lambda wc, output: spaced(output),
 
 
 use rule evaluate_trained as evaluate_steps with:
@@ -162,4 +162,4 @@ use rule evaluate_steps as evaluate_steps_train_once with:
         recipe=lambda wc: wc.recipe,
         seed=lambda wc: wc.seed,
         settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
-        out=lambda wc, output: " ".join(output.steps),
+        out=lambda wc, output: spaced(output.steps),
