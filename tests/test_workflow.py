@@ -4,6 +4,7 @@ reruns. Dry runs of the shipped configs and config errors: tests/test_config_dry
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pandas as pd
@@ -307,3 +308,28 @@ def test_html_report_builds(tiny_run_copy):
     wd, cfg = tiny_run_copy
     snakemake(wd, "--configfile", str(cfg), "--report", "results/report.html")
     assert (wd / "results/report.html").stat().st_size > 100_000
+
+
+@pytest.mark.slow
+def test_a_missing_artifact_is_rebuilt_with_what_is_made_from_it(tiny_run):
+    """Every artifact the study promises is a target (study_plan.promised): deleting a
+    per-query file, a stats table or a ladder run plans its rebuild and the aggregates after
+    it, never "Nothing to be done" with RESULTS.md standing on a missing input."""
+    wd, cfg, _ = tiny_run
+    cases = {
+        "results/eval/r1/top1/seed1/tiny-a.parquet": {"evaluate_trained", "stats", "report"},
+        "results/stats/ci.parquet": {"stats", "figure_depth_vs_budget", "claims", "report"},
+        "results/ladder/runs/t/bp/k1/seed2.parquet": {"ladder_train", "ladder_stats",
+                                                       "ladder_summary", "report"},
+    }
+    for path, rules in cases.items():
+        f = wd / path
+        kept, stat = f.read_bytes(), f.stat()
+        f.unlink()
+        try:
+            planned = planned_jobs(_dry(wd, cfg))
+        finally:  # the shared study stays finished: the same bytes and times
+            f.write_bytes(kept)
+            os.utime(f, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert rules <= {rule for rule, _, _ in planned}, (path, planned)
+        assert not {"train", "latency_run"} & {rule for rule, _, _ in planned}

@@ -152,6 +152,8 @@ def _run_job(request: dict, fds: list[int]) -> None:
         del sys.modules[name]
     extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     sys.path[:] = [request["cwd"], *extra, *[p for p in sys.path[1:] if p not in extra]]
+    if "numpy" in sys.modules:  # a fork copies numpy's global generator (random reseeds)
+        sys.modules["numpy"].random.seed()
     module, *args = request["argv"]
     sys.argv = [module, *args]
     code = 0
