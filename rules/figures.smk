@@ -1,6 +1,7 @@
 # Figures: one rule and one target per figure, registered for `snakemake --report` with its
 # caption (docs/report/<name>.rst). figure_depth_vs_budget is written out; the others differ
-# in the tables they read and the figure's name.
+# in the tables they read and the figure's name. `use rule … with:` resets `localrule` to
+# False (Snakemake 9.27: RuleInfo's default is False, not None), so each says it again.
 
 FIG_STATS = [paths.STATS_TABLE.format(table=t) for t in ("ci", "seeds", "comparisons")]
 FIG_ARGS = f"--stats-dir results/stats --budget-order {' '.join(PLAN.budget_order)}"
@@ -31,6 +32,7 @@ use rule figure_depth_vs_budget as figure_seed_variance with:
         figure_outputs("seed_variance"),
     log:
         "logs/figure_seed_variance.log",
+    localrule: True
     params:
         name="seed_variance",
         args=FIG_ARGS,
@@ -41,6 +43,7 @@ use rule figure_depth_vs_budget as figure_per_benchmark_degradation with:
         figure_outputs("per_benchmark_degradation"),
     log:
         "logs/figure_per_benchmark_degradation.log",
+    localrule: True
     params:
         name="per_benchmark_degradation",
         args=f"{FIG_ARGS} --pair {' '.join(PLAN.budget_pair)}",
@@ -55,6 +58,7 @@ use rule figure_depth_vs_budget as figure_pareto with:
         figure_outputs("pareto"),
     log:
         "logs/figure_pareto.log",
+    localrule: True
     params:
         name="pareto",
         args=f"{FIG_ARGS} --latency {paths.LATENCY_LADDER}",
@@ -68,6 +72,7 @@ use rule figure_depth_vs_budget as figure_learning_curves with:
         figure_outputs("learning_curves"),
     log:
         "logs/figure_learning_curves.log",
+    localrule: True
     params:
         name="learning_curves",
         args=FIG_ARGS,
@@ -81,6 +86,7 @@ use rule figure_depth_vs_budget as figure_quality_vs_compute with:
         figure_outputs("quality_vs_compute"),
     log:
         "logs/figure_quality_vs_compute.log",
+    localrule: True
     params:
         name="quality_vs_compute",
         args=FIG_ARGS,

@@ -56,3 +56,18 @@ def test_slurm_profile_names_only_existing_rules():
                                            re.M)}
     named = set(prof["set-resources"]) | set(prof["set-threads"]) | set(prof["groups"])
     assert named <= rules, named - rules
+
+
+def test_every_rule_without_a_model_is_a_localrule():
+    """On a cluster only the jobs that run a model are submitted. `use rule … with:` resets
+    `localrule` (Snakemake 9.27), so each rule of a family says it again; a dry run does not
+    print which rules are local, hence this reading of the rules (tests/cluster runs them)."""
+    text = "".join(p.read_text() for p in sorted((ROOT / "rules").glob("*.smk")))
+    blocks = re.split(r"^(?=rule |use rule )", text, flags=re.M)
+    local = {}
+    for block in blocks:
+        if m := re.match(r"(?:rule (\w+)|use rule \w+ as (\w+) with):", block):
+            local[m[1] or m[2]] = "\n    localrule: True\n" in block
+    remote = {name for name, is_local in local.items() if not is_local}
+    ladder = {"ladder_prepare", "ladder_train", "ladder_standalone", "ladder_identity"}
+    assert remote == GPU_RULES | ladder, remote

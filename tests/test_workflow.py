@@ -318,7 +318,7 @@ def test_a_missing_artifact_is_rebuilt_with_what_is_made_from_it(tiny_run):
     wd, cfg, _ = tiny_run
     cases = {
         "results/eval/r1/top1/seed1/tiny-a.parquet": {"evaluate_trained", "stats", "report"},
-        "results/stats/ci.parquet": {"stats", "figure_depth_vs_budget", "claims", "report"},
+        "results/stats/ci.parquet": {"stats", "figure_depth_vs_budget", "report"},
         "results/ladder/runs/t/bp/k1/seed2.parquet": {"ladder_train", "ladder_stats",
                                                        "ladder_summary", "report"},
     }
