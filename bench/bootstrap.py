@@ -1,4 +1,4 @@
-"""Benchmark of the Multi-Bootstrap engine (workflow_scripts/core/bootstrap_engine.py).
+"""Benchmark of the Multi-Bootstrap engine (workflow_scripts/stats/bootstrap_engine.py).
 
 Prints, in one run: the engine's time at 25 seeds x 5,000 examples x nboot 2,000 (on the
 default threads and on one); a plain loop's time (run on fewer samples, extrapolated
@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from workflow_scripts.core import bootstrap_engine as engine  # noqa: E402
-from workflow_scripts.core import multibootstrap as mb  # noqa: E402
+from workflow_scripts.stats import bootstrap_engine as engine  # noqa: E402
+from workflow_scripts.stats import multibootstrap as mb  # noqa: E402
 
 SEEDS, EXAMPLES, NBOOT = 25, 5_000, 2_000
 MEM_EXAMPLES, MEM_NBOOT = 50_000, 10_000
@@ -120,7 +120,7 @@ def main() -> None:
     tracemalloc.stop()
     print(f"peak memory at {SEEDS} seeds x {MEM_EXAMPLES} examples x nboot {MEM_NBOOT}: "
           f"{peak / 2**20:.1f} MiB above the input (tracemalloc; {threads} threads, "
-          f"blocks of {engine._BLOCK_BYTES / 2**20:.2f} MiB; data {big.nbytes / 2**20:.1f} MiB), "
+          f"blocks of {engine.BLOCK_BYTES / 2**20:.2f} MiB; data {big.nbytes / 2**20:.1f} MiB), "
           f"took {t_big:.2f} s")
 
 

@@ -1,10 +1,10 @@
 """Coverage of the nominal 95% interval: calibrated vs Satterthwaite vs Multi-Bootstrap.
 
 Per cell, fresh data with a known truth are drawn trial after trial, and each method's interval
-is checked for covering it. Methods: `calibrated` (workflow_scripts/core/calibrated.py: t with
+is checked for covering it. Methods: `calibrated` (workflow_scripts/stats/calibrated.py: t with
 the seed df divided by the seed share), `satterthwaite` (the plug-in t interval on the same
 result's terms: estimate +- t_{df} sqrt(variance), cal.satterthwaite) and `multibootstrap`
-(workflow_scripts/core/multibootstrap.py, percentile, one thread). --theory prints instead the
+(workflow_scripts/stats/multibootstrap.py, percentile, one thread). --theory prints instead the
 df rules' coverage in the model they are about, by exact integration (seconds).
 
 Synthetic cells: score[s, q] = mean + query[q] (sd 0.2) + arm x query (sd 0.02 or 0)
@@ -51,8 +51,8 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from workflow_scripts.core import calibrated as cal  # noqa: E402
-from workflow_scripts.core import multibootstrap as mb  # noqa: E402
+from workflow_scripts.stats import calibrated as cal  # noqa: E402
+from workflow_scripts.stats import multibootstrap as mb  # noqa: E402
 
 MEAN, DELTA = 0.5, 0.01
 QUERY_SD, INTERACTION_SD, NOISE_SD = 0.2, 0.02, 0.05

@@ -10,7 +10,7 @@ score = 0.5 + query (sd 0.2) + arm x query (sd 0.02) + seed + noise (sd 0.05), t
 Per cell and df rule: coverage of the nominal 95% interval, median width, 99.9th percentile
 width, the largest width over the median, the smallest df, and the median width over the
 known-variance interval's (the same estimate +- 1.96 x the estimate's true standard deviation,
-here its sd over the cell's trials). Rules (`RULES`): `calibrated` (core/calibrated.py),
+here its sd over the cell's trials). Rules (`RULES`): `calibrated` (stats/calibrated.py),
 `kappa=.. floor=..` (the same rule with other constants, `CANDIDATES`; 2 seeds keep the ramp),
 `previous` (at 2 seeds the 3-seed rule the 2-seed df ramp replaced), `before` (the rule these
 replaced: V = M + X - r with the example part clipped at 0, df = df_seed V / M).
@@ -32,7 +32,7 @@ import numpy as np
 from scipy import special, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from workflow_scripts.core import calibrated as cal  # noqa: E402
+from workflow_scripts.stats import calibrated as cal  # noqa: E402
 
 Z = float(special.ndtri(0.975))
 LOGIT_SHIFT, BETA = 0.15, (0.6, 1.4)
@@ -126,7 +126,7 @@ def _before(terms) -> tuple[float, float]:
     ex = [t for t in merged if t.part == "examples"]
     var = seed + max(sum(t.coef * t.ms for t in ex), 0.0)
     if not seed > 0:
-        return var, cal._combine(ex)[1]
+        return var, cal.sum_terms(ex)[1]
     df_seed = next(t.df for t in merged if t.part == "seeds")
     return var, min([df_seed * var / seed, *(t.df for t in ex)])
 
@@ -136,7 +136,7 @@ _CONSTANTS = ("RESIDUAL_MARGIN", "SEED_FLOOR", "TWO_SEED_MARGIN", "TWO_SEED_FLOO
 
 
 def _with(kappa: float, floor: float, two: tuple | None = None):
-    """core/calibrated.py with other constants; two: (kappa, floor, (w0, w1)) at 2 seeds
+    """stats/calibrated.py with other constants; two: (kappa, floor, (w0, w1)) at 2 seeds
     (default: the module's)."""
     def rule(terms):
         old = [getattr(cal, c) for c in _CONSTANTS]
@@ -210,7 +210,7 @@ def theory_cell(seeds: int, a: float, r: float, rule, n: int = 4000):
 
 
 def calibrated_rule(seeds: int) -> tuple:
-    """core/calibrated.py's (kappa, floor[, w0, w1]) at this many seeds."""
+    """stats/calibrated.py's (kappa, floor[, w0, w1]) at this many seeds."""
     if seeds == 2:
         return cal.TWO_SEED_MARGIN, cal.TWO_SEED_FLOOR, *cal.TWO_SEED_SHARES
     return cal.RESIDUAL_MARGIN, cal.SEED_FLOOR

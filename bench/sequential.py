@@ -1,5 +1,5 @@
 """Seeds on demand, end to end: the false-decision rate, power and seeds used of deciding a
-claim at several looks as seeds are added (core/sequential.py), against the fixed designs and
+claim at several looks as seeds are added (stats/sequential.py), against the fixed designs and
 the naive procedure that decides every look at level alpha.
 
 bench/sequential_sim.py draws the studies and gives each one's path of calibrated p-values
@@ -36,7 +36,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import sequential_sim as sim  # noqa: E402
 from bench import sequential_tables as tables  # noqa: E402
-from workflow_scripts.core import sequential as sq  # noqa: E402
+from workflow_scripts.stats import look_plan  # noqa: E402
+from workflow_scripts.stats import sequential as sq  # noqa: E402
 
 TAIL_SEEDS = (3, 4, 5, 6)  # the seed counts whose tail the tail table shows
 
@@ -46,7 +47,7 @@ class Rule:
     label: str
     spending: str = "obrien-fleming"  # or "fixed", "naive"
     boundary: str = "union"
-    min_decide: int = sq.MIN_SEEDS
+    min_decide: int = look_plan.MIN_SEEDS
     seed_df: bool = False  # p on the seed df (n - 1), not the calibrated df
     planner: bool = False
     t_from: int = 0  # > 0: union levels before this many seeds, the t boundary from there
@@ -78,7 +79,7 @@ class Rule:
 def _block_t(looks: tuple[int, ...], increments: tuple[float, ...]) -> list[float]:
     """The t boundary of a block of looks spending these increments (cached: every cell of a
     plan asks for the same)."""
-    return sq._t_levels(looks, increments, sq.T_PATHS, sq.T_SEED)
+    return sq.t_levels(looks, increments, sq.T_PATHS, sq.T_SEED)
 
 
 DEFAULT = Rule("**OF union (default)**")
@@ -126,7 +127,7 @@ def walk(p: np.ndarray, far: np.ndarray, lv: list[float], looks: list[int], plan
 
 def run_cell(cell: sim.Cell, studies: int, rules=None, chunk: int = 1000) -> dict:
     rng = cell.rng()
-    looks = sq.plan_looks(sim.START, cell.max_seeds, step=1)
+    looks = look_plan.plan_looks(sim.START, cell.max_seeds, step=1)
     paths, seed_paths, fars, z_first_last = [], [], [], []
     done = 0
     while done < studies:

@@ -5,7 +5,7 @@ q, d[s, q] = delta + example[q] + seed[s] + noise[s, q] (each component the diff
 arms' independent draws, as bench/coverage.py's paired cell: interaction sd, seed sd and noise
 sd per arm, times sqrt(2)), 300 examples. The claim is "b - a > 0" (threshold 0). Every study
 holds max_seeds seeds; look k sees its first n_k (seeds added, nothing redrawn). At every look
-the calibrated one-sided p-values (core/calibrated.py's paired compare, vectorised here over
+the calibrated one-sided p-values (stats/calibrated.py's paired compare, vectorised here over
 studies and checked against calibrated.compare itself on the first studies of every cell to
 1e-9) give the path; `unreachable` is seed_planning.seeds_for_margin's "no seed count settles
 it" (the examples limit it), vectorised and checked against seed_planning the same way.
@@ -30,8 +30,8 @@ import numpy as np
 from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from workflow_scripts.core import calibrated as cal  # noqa: E402
-from workflow_scripts.core import seed_planning  # noqa: E402
+from workflow_scripts.stats import calibrated as cal  # noqa: E402
+from workflow_scripts.stats import seed_planning  # noqa: E402
 
 ALPHA, CI = 0.025, 0.95  # the claims' one-sided level at ci 0.95
 QUERIES, START, MAXIMA = 300, 3, (4, 6, 10)
@@ -99,7 +99,7 @@ def paired_stats(d: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def p_support(s: dict) -> np.ndarray:
-    """One-sided p of H0: delta <= 0 (calibrated._p_value, "greater"); p_refute = 1 - it."""
+    """One-sided p of H0: delta <= 0 (calibrated.py's _p_value, "greater"); p_refute = 1 - it."""
     with np.errstate(divide="ignore", invalid="ignore"):
         tx = s["estimate"] / np.sqrt(s["v"])
     return np.where(s["v"] > 0, special.stdtr(s["df"], -tx), (s["estimate"] <= 0) * 1.0)
@@ -119,7 +119,7 @@ def unreachable(s: dict) -> np.ndarray:
     count the calibrated half-width exceeds the margin (the examples limit it). At n seeds
     (terms_at) the seed term is M S / n, the residual r S / n, the example term X - r (1 - S / n),
     the df Q - 1 (capped by the examples)."""
-    n_max, seeds, q = seed_planning._MAX_SEEDS, s["seeds"], QUERIES
+    n_max, seeds, q = seed_planning.MAX_SEEDS, s["seeds"], QUERIES
     m, r = s["m"] * seeds / n_max, s["r"] * seeds / n_max
     x = np.maximum(s["x"] - s["r"] * (1 - seeds / n_max), 0.0)
     c = cal.SEED_FLOOR

@@ -5,7 +5,7 @@
 # models are new jobs (rule train, one job per model), so no finished model is touched. The
 # claims rule walks the looks until one says stop (IncompleteCheckpointException in between:
 # Snakemake runs that look, then plans again).
-from workflow_scripts.claims import adaptive as claim_adaptive
+from workflow_scripts.claims.looks import arms as claim_adaptive
 
 ADAPTIVE = config["adaptive_seeds"]
 # Look 0: the driving claims' trained arms at their recipes' seeds.

@@ -1,4 +1,4 @@
-"""Seeds on demand, the looks' logic (claims/looks.py, claims/adaptive.py) on synthetic
+"""Seeds on demand, the looks' logic (claims/looks/: run.py, arms.py) on synthetic
 per-query files of known truth: a claim limited by seed noise is driven to its decision
 within the budget, a claim limited by the examples gets no seeds and says why, and each look
 asks only for the open claims' arms' next seeds. The workflow around it:
@@ -12,9 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workflow_scripts.claims import adaptive, looks, spec
-from workflow_scripts.core import contracts, sequential
+from workflow_scripts.claims import spec
+from workflow_scripts.claims.looks import arms as look_arms
+from workflow_scripts.claims.looks import run as looks
+from workflow_scripts.core import contracts
 from workflow_scripts.core.settings import Claims, Looks
+from workflow_scripts.stats import look_plan, sequential
 
 BENCH = ("b1", "b2")
 QUERIES = 200
@@ -80,7 +83,7 @@ def test_seed_noise_claim_is_driven_to_a_decision_and_examples_limited_gets_none
     ]
     config = _config(claims)
     docs = _run_looks(config, results)
-    plan = sequential.plan_looks(3, 8, 1)
+    plan = look_plan.plan_looks(3, 8, 1)
     assert docs[0]["plan"]["seeds"] == plan
     assert docs[0]["plan"]["alphas"] == pytest.approx(
         sequential.look_alphas(plan, 0.025, "obrien-fleming"), rel=1e-12)
@@ -90,14 +93,14 @@ def test_seed_noise_claim_is_driven_to_a_decision_and_examples_limited_gets_none
     assert last["deeper"]["status"] == "decided" and last["deeper"]["verdict"] == "supported"
     k = last["deeper"]["look"]
     assert 0 < k < len(plan)
-    assert adaptive.arms_of(last["deeper"]["arms"]) == {
+    assert look_arms.arms_of(last["deeper"]["arms"]) == {
         ("r1", "top", 1): SEEDS[:plan[k]], ("r1", "top", 2): SEEDS[:plan[k]]}
     # The examples-limited claim: inconclusive at look 0, no seeds, the reason said.
     assert last["pinned"]["status"] == "examples limit" and last["pinned"]["look"] == 0
     assert "the examples limit it" in last["pinned"]["reason"]
     # Each look asks only for the open claim's arms, at the next look's seeds.
     for j, doc in enumerate(docs[:-1]):
-        assert adaptive.arms_of(doc["next"]) == {
+        assert look_arms.arms_of(doc["next"]) == {
             ("r1", "top", d): SEEDS[:plan[j + 1]] for d in (1, 2)}
     assert docs[-1]["next"] == [] and docs[-1]["stop"]
     table = looks.gather(_write_docs(tmp_path, docs))
@@ -136,12 +139,12 @@ def test_explicit_looks_decide_at_the_listed_seed_counts(tmp_path):
     assert alphas[-1] > 0.02  # three looks keep most of alpha for the last
     # Open at 3 seeds, the next look jumps to 5 seeds, then 8; decided within the budget.
     assert docs[0]["claims"]["deeper"]["status"] == "open"
-    assert adaptive.arms_of(docs[0]["next"]) == {("r1", "top", d): SEEDS[:5] for d in (1, 2)}
+    assert look_arms.arms_of(docs[0]["next"]) == {("r1", "top", d): SEEDS[:5] for d in (1, 2)}
     last = docs[-1]["claims"]["deeper"]
     assert last["status"] == "decided" and last["verdict"] == "supported"
     k = last["look"]
     assert k > 0 and last["alpha"] == pytest.approx(alphas[k], rel=1e-12)
-    assert adaptive.arms_of(last["arms"])[("r1", "top", 1)] == SEEDS[:[3, 5, 8][k]]
+    assert look_arms.arms_of(last["arms"])[("r1", "top", 1)] == SEEDS[:[3, 5, 8][k]]
 
 
 def _write_docs(tmp_path, docs) -> list:
@@ -183,8 +186,8 @@ def test_the_schema_rejects_looks_that_are_not_seed_counts(value):
 
 
 def test_seeds_continue_after_the_recipes_own():
-    assert adaptive.seeds_at([42, 43, 44], 5) == [42, 43, 44, 45, 46]
-    assert adaptive.seeds_at([7, 3], 2) == [7, 3]
+    assert look_arms.seeds_at([42, 43, 44], 5) == [42, 43, 44, 45, 46]
+    assert look_arms.seeds_at([7, 3], 2) == [7, 3]
 
 
 @pytest.mark.parametrize(("change", "message"), [

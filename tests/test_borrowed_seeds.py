@@ -1,5 +1,5 @@
 """A one-seed arm's seed noise, borrowed from the study's multi-seed arms
-(core/borrowed_seeds.py): the 3-vs-1-seed comparison keeps its coverage where holding the
+(stats/borrowed_seeds.py): the 3-vs-1-seed comparison keeps its coverage where holding the
 one seed fixed covered 79-88% (seed sd 0.005-0.02), in the calibrated interval and in the
 claims alike."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workflow_scripts.core import calibrated as cal
-from workflow_scripts.core.borrowed_seeds import borrowed_terms, caveat
+from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats.borrowed_seeds import borrowed_terms, caveat
 
 Q = 300
 

@@ -1,4 +1,4 @@
-"""The calibrated interval (workflow_scripts/core/calibrated.py): its variance terms, degrees
+"""The calibrated interval (workflow_scripts/stats/calibrated.py): its variance terms, degrees
 of freedom and interval against hand computations, Student's t, every design, the tests built
 on it, and its coverage at 3 seeds in both regimes where the Multi-Bootstrap fails and in the
 one where the plug-in Satterthwaite t fails (bench/coverage.py has the full table)."""
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from workflow_scripts.core import calibrated as cal
-from workflow_scripts.core import multibootstrap as mb
-from workflow_scripts.core import seed_planning
+from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import multibootstrap as mb
+from workflow_scripts.stats import seed_planning
 
 # A [3 seeds, 4 examples] matrix small enough to check by hand.
 X = np.array([[0.2, 0.5, 0.9, 0.4],
@@ -156,7 +156,7 @@ def test_negative_example_part_is_clipped():
 
 
 def _one_arm(x):
-    from workflow_scripts.core.bootstrap_engine import Arm
+    from workflow_scripts.stats.bootstrap_engine import Arm
 
     return [Arm([x], 1.0, 0, "scores")], ("seeds", "examples")
 

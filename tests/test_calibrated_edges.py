@@ -1,4 +1,4 @@
-"""The calibrated interval at the edges (core/calibrated.py): binary per-example outcomes with
+"""The calibrated interval at the edges (stats/calibrated.py): binary per-example outcomes with
 no seed effect, where the example part of the previous rule nearly cancelled (df 0.24, width
 546 on a [0, 1] metric) and the seed term's 2 df were charged with all the residual noise
 (1.8x the known-variance width); bench/coverage_edges.py has the full table."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from workflow_scripts.core import calibrated as cal
+from workflow_scripts.stats import calibrated as cal
 
 
 def _binary_pair(rng, seeds=3, queries=300, seed_sd=0.0):

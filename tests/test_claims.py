@@ -3,6 +3,7 @@ false "supported", Holm, bad claims, and the paper's and the default's claims en
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -18,10 +19,13 @@ from workflow_scripts.claims import latency as claims_latency
 from workflow_scripts.claims.data import Data
 from workflow_scripts.core import contracts
 from workflow_scripts.core.arms import Arm
+from workflow_scripts.core.settings import Claims
 from workflow_scripts.study_config import check_config
 
 BENCH = ("b1", "b2", "b3")
-FAST = decide.Options(nboot=200, ladder_nboot=200, latency_nboot=300)
+DEFAULTS = Claims.from_config({})  # the schema's defaults
+FAST = decide.Options(dataclasses.replace(DEFAULTS, nboot=200, ladder_nboot=200,
+                                          latency_nboot=300))
 
 
 def grid(depths=(1, 2, 3), recipes=("r1", "r2"), seeds=(1, 2, 3)) -> spec.Grid:
@@ -256,7 +260,7 @@ def test_fieller_interval_is_where_the_contrast_test_turns():
                         "value": 0.75}, data)
     row = table.iloc[1]
     arms = data.biencoder["ndcg@10"]
-    from workflow_scripts.core import intervals
+    from workflow_scripts.stats import intervals
     for rho, col in ((row["ci_low"], "ci_low"), (row["ci_high"], "ci_high")):
         a = {k: v * rho for k, v in arms[("r1", "top", 1)].scores.items()}
         r = intervals.compare(a, arms[("r2", "top", 1)].scores, method="calibrated",
@@ -327,7 +331,8 @@ def test_false_supported_rate_under_the_null_is_within_the_level(seed_sd):
     trials, hits = 400, 0
     for _ in range(trials):
         data = data_for({("r1", 1): 0.3, ("r1", 2): 0.31}, rng, seed_sd=seed_sd)
-        table = decide.decide(claims, data, decide.Options(nboot=100))
+        options = decide.Options(dataclasses.replace(DEFAULTS, nboot=100))
+        table = decide.decide(claims, data, options)
         hits += table.iloc[0]["verdict"] == "supported"
     from scipy import stats
     upper = stats.binom.ppf(0.995, trials, 0.025) / trials
@@ -481,3 +486,16 @@ def test_the_layout_agrees_with_the_contracts():
     assert spec.grid_from_config.__defaults__[0] == contracts.METRICS
     from workflow_scripts.ladder import METHODS
     assert spec.grid_from_config.__defaults__[1] == METHODS
+
+
+def test_options_take_every_setting_from_the_settings_object():
+    """Options declare no setting of their own (defaults live in config/schema.yaml only):
+    what the config sets, each study's tests use."""
+    assert [f.name for f in dataclasses.fields(decide.Options)] == ["settings", "threads"]
+    s = Claims.from_config({"stats": {"nboot": 123, "ci": 0.9},
+                            "ladder": {"stats": {"interval": "multibootstrap", "seed": 7}}})
+    options = decide.Options(s)
+    assert options.for_study("biencoder") == {"method": "calibrated", "nboot": 123, "ci": 0.9,
+                                              "seed": 0}
+    assert options.for_study("ladder") == {"method": "multibootstrap", "nboot": 2000,
+                                           "ci": 0.95, "seed": 7}

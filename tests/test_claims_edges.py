@@ -27,8 +27,11 @@ def test_biencoder_claim_without_metric_uses_stats_metric():
 
 def _family_with(monkeypatch, p_support, p_refute) -> tuple[str, list]:
     """A claim of two members (adjacent depths) whose one-sided p-values are given."""
+    import dataclasses
+
     from workflow_scripts.claims import decide
     from workflow_scripts.claims.data import Data
+    from workflow_scripts.core.settings import Claims
 
     values = iter(zip(p_support, p_refute, strict=True))
 
@@ -42,7 +45,8 @@ def _family_with(monkeypatch, p_support, p_refute) -> tuple[str, list]:
                                        "benchmarks": ["b1"]})
     claims = spec.parse([{"id": "f", "statement": "s", "adjacent": {"recipe": "r1",
                           "depth": "all"}, "test": "greater"}], conf_grid)
-    table = decide.decide(claims, Data(biencoder={}), decide.Options(nboot=100))
+    options = decide.Options(dataclasses.replace(Claims.from_config({}), nboot=100))
+    table = decide.decide(claims, Data(biencoder={}), options)
     return table.iloc[0]["verdict"], table[table.row == "member"]
 
 

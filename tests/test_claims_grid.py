@@ -12,6 +12,7 @@ from conftest import ROOT
 
 from workflow_scripts.claims import decide, grid, spec
 from workflow_scripts.claims.data import Data
+from workflow_scripts.core.settings import Claims
 from workflow_scripts.study_config import base_layers, check_config
 
 DEFAULT = yaml.safe_load((ROOT / "config/config.yaml").read_text())
@@ -41,7 +42,8 @@ def test_fewer_depths_make_the_claims_naming_depth_3_not_applicable():
     # the others follow the grid: `all` means depths 1 and 2
     assert [m.label for m in claims["depth-invariant-short"].members] == [
         "short/top2 − short/top1 [all]"]
-    table = decide.decide([claims["latency-linear"]], Data(), decide.Options())
+    table = decide.decide([claims["latency-linear"]], Data(),
+                          decide.Options(Claims.from_config({})))
     assert table.iloc[0]["verdict"] == "not-applicable"
     assert "depth: 3 is not in this config" in table.iloc[0]["note"]
 

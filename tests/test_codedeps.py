@@ -51,3 +51,30 @@ def test_a_stage_never_imports_another_stage():
     for s in stages:
         others = (set(codedeps.closure(s)) & stages) - {s}
         assert not others, f"{s} imports the stage(s) {sorted(others)}"
+
+
+def test_a_package_run_with_python_m_brings_its_main(tmp_path):
+    """code("claims.looks") is what `python -m workflow_scripts.claims.looks` runs: the
+    package's __main__.py and its closure, not only the (empty) __init__.py."""
+    pkg = tmp_path / "workflow_scripts"
+    (pkg / "tool").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "tool/__init__.py").write_text('"""Nothing imported."""\n')
+    (pkg / "tool/__main__.py").write_text("from workflow_scripts.tool.run import main\n")
+    (pkg / "tool/run.py").write_text("def main():\n    pass\n")
+    (pkg / "lib").mkdir()
+    (pkg / "lib/__init__.py").write_text("")
+    got = codedeps.code_files("tool", root=tmp_path)
+    assert [p.relative_to(pkg).as_posix() for p in got] == [
+        "__init__.py", "tool/__init__.py", "tool/__main__.py", "tool/run.py"]
+    assert [p.relative_to(pkg).as_posix() for p in codedeps.code_files("lib", root=tmp_path)
+            ] == ["__init__.py", "lib/__init__.py"]
+
+
+def test_the_looks_code_holds_their_statistics():
+    """The looks' rules list code("claims.looks"): the look runner, the plan of the looks
+    and the levels (stats/look_plan.py, stats/sequential.py) are among its inputs."""
+    got = {p.relative_to(ROOT).as_posix() for p in codedeps.code_files("claims.looks")}
+    assert {"workflow_scripts/claims/looks/__main__.py", "workflow_scripts/claims/looks/run.py",
+            "workflow_scripts/claims/looks/arms.py", "workflow_scripts/stats/look_plan.py",
+            "workflow_scripts/stats/sequential.py"} <= got

@@ -11,8 +11,8 @@ import pytest
 
 from workflow_scripts.biencoder import curves
 from workflow_scripts.core import contracts
-from workflow_scripts.core import multibootstrap as mb
 from workflow_scripts.core.settings import Curves
+from workflow_scripts.stats import multibootstrap as mb
 
 SEEDS = (42, 43, 44)
 STEPS = (0, 10, 20, 30, 40, 60, 80)  # 0: the untrained base, 80: the final model
@@ -175,11 +175,13 @@ def _claims_grid():
 
 def _decide_onset(tmp_path, claim):
     from workflow_scripts.claims import data, decide, spec
+    from workflow_scripts.core.settings import Claims
 
     g = _claims_grid()
     claims = spec.parse([{"id": "x", "statement": "s", "estimate": "onset",
                           "arm": {"recipe": "r"}, **claim}], g)
-    table = decide.decide(claims, data.load(tmp_path, g, claims), decide.Options())
+    options = decide.Options(Claims.from_config({}))
+    table = decide.decide(claims, data.load(tmp_path, g, claims), options)
     return table.iloc[0]
 
 

@@ -1,10 +1,14 @@
 """The package's layers import one way (docs/architecture.md, "Layout"): core imports no study,
-a study's subpackages import only what the table below allows. Every import counts, also
-those inside functions (codedeps.direct_imports), since a lazy import is still a dependency."""
+the statistics (stats) nothing of the workflow, a study's subpackages only what the table
+below allows. Every import counts, also those inside functions (codedeps.direct_imports),
+since a lazy import is still a dependency."""
 
 from __future__ import annotations
 
+import ast
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import ROOT
@@ -15,17 +19,19 @@ from workflow_scripts.core import codedeps
 # workflow_scripts, or one of biencoder's subpackages; biencoder's top-level modules are the
 # stages (train, evaluate, retrieval, stats, curves, compute).
 ALLOWED = {
+    # the statistics library: numpy, scipy and itself (a notebook imports it without the rest)
+    "stats": set(),
     "core": set(),
     "biencoder.model": {"core"},
     "biencoder.data": {"core"},
-    "biencoder": {"core", "biencoder.model"},
+    "biencoder": {"core", "biencoder.model", "stats"},
     "biencoder.latency": {"core", "biencoder.model"},
     "biencoder.report": {"core"},
-    "ladder": {"core"},
+    "ladder": {"core", "stats"},
     # claims decide latency claims from the relative ladder and its coherence checks, and
     # name the ladder study's vocabularies
     # the claims' grid is the study plan's
-    "claims": {"core", "ladder", "biencoder.latency", "study_plan"},
+    "claims": {"core", "ladder", "biencoder.latency", "stats", "study_plan"},
     # the study plan: config -> models, evaluations, runs, outputs (standard library only)
     "study_plan": {"core", "ladder"},
     # the whole config check: core's and each study's (the Snakefile imports it)
@@ -94,6 +100,37 @@ def test_the_allowed_graph_has_no_cycle():
         visit(node, ())
 
 
+# What the statistics may import besides the standard library and themselves (threadpoolctl:
+# optional, the engine keeps BLAS on one thread where it is installed).
+STATS_IMPORTS = {"numpy", "scipy", "threadpoolctl"}
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add((node.module or "").split(".")[0])
+    return found
+
+
+def test_the_statistics_import_numpy_and_scipy_only():
+    allowed = set(sys.stdlib_module_names) | STATS_IMPORTS | {codedeps.PACKAGE}
+    for path in sorted((ROOT / codedeps.PACKAGE / "stats").glob("*.py")):
+        assert _top_level_imports(path) <= allowed, path.name
+
+
+def test_the_look_plan_imports_no_numpy():
+    """The Snakefile's config check plans the looks at parse time: stats.look_plan (and the
+    package's __init__) load the standard library only."""
+    code = ("import sys, workflow_scripts.stats.look_plan; "
+            "print([m for m in ('numpy', 'scipy') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def _copy_package(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / codedeps.PACKAGE, tmp_path / codedeps.PACKAGE,
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -102,13 +139,15 @@ def _copy_package(tmp_path: Path) -> Path:
 
 def test_a_forbidden_import_is_caught(tmp_path):
     """core importing a study (the fault docs/architecture.md forbids), even inside a
-    function, and the report importing a stage."""
+    function, the report importing a stage, and the statistics importing core."""
     root = _copy_package(tmp_path)
     contracts = root / codedeps.PACKAGE / "core" / "contracts.py"
     contracts.write_text(contracts.read_text() + "\n\ndef _layers():\n"
                          "    from workflow_scripts.biencoder.model import architectures\n")
     figures = root / codedeps.PACKAGE / "biencoder" / "report" / "figures.py"
     figures.write_text(figures.read_text() + "\nfrom workflow_scripts.biencoder import stats\n")
+    engine = root / codedeps.PACKAGE / "stats" / "bootstrap_engine.py"
+    engine.write_text(engine.read_text() + "\nfrom workflow_scripts.core import runtime\n")
     codedeps.direct_imports.cache_clear()
     try:
         found = violations(root)
@@ -121,6 +160,10 @@ def test_a_forbidden_import_is_caught(tmp_path):
         "(core may not import biencoder.model)",
         "workflow_scripts.core.contracts -> workflow_scripts.biencoder.model.architectures "
         "(core may not import biencoder.model)",
+        "workflow_scripts.stats.bootstrap_engine -> workflow_scripts.core "
+        "(stats may not import core)",
+        "workflow_scripts.stats.bootstrap_engine -> workflow_scripts.core.runtime "
+        "(stats may not import core)",
     ]
 
 

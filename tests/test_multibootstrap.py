@@ -1,9 +1,9 @@
-"""Tests of workflow_scripts.core.multibootstrap against a plain-Python-loop Multi-Bootstrap.
+"""Tests of workflow_scripts.stats.multibootstrap against a plain-Python-loop Multi-Bootstrap.
 
 The loop regenerates the index draws from the documented draw order (docs/multibootstrap.md):
 children = default_rng(seed).spawn(2 + n_benchmarks); children[0] seeds of arm a (or the only
 arm), children[1] seeds of arm b, children[2 + k] examples of benchmark k (sorted keys); each
-child spawns one generator per group of GROUP samples (workflow_scripts/core/bootstrap_engine.py),
+child spawns one generator per group of GROUP samples (workflow_scripts/stats/bootstrap_engine.py),
 which draws integers(0, n, size=(rows in the group, n)).
 """
 
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from workflow_scripts.core import bootstrap_engine as engine
-from workflow_scripts.core import multibootstrap as mb
+from workflow_scripts.stats import bootstrap_engine as engine
+from workflow_scripts.stats import multibootstrap as mb
 
 BOTH, SEEDS, EXAMPLES = ("seeds", "examples"), ("seeds",), ("examples",)
 RESAMPLES = [BOTH, SEEDS, EXAMPLES]
@@ -117,7 +117,7 @@ def threads(request, monkeypatch):
     if request.param == "one-block":
         return None
     monkeypatch.setattr(engine, "GROUP", 7)
-    monkeypatch.setattr(engine, "_BLOCK_BYTES", 8 * 21 * 3)
+    monkeypatch.setattr(engine, "BLOCK_BYTES", 8 * 21 * 3)
     monkeypatch.setattr(engine, "_THREAD_MIN_DRAWS", 0)
     return 2
 
@@ -169,7 +169,7 @@ def test_result_does_not_depend_on_block_size(monkeypatch):
     monkeypatch.setattr(engine, "GROUP", 64)
     whole = mb.compare(a, b, design="unpaired", nboot=NBOOT, seed=5).samples  # 1 block/group
     n = max(blk.shape[1] for blk in a.values())
-    monkeypatch.setattr(engine, "_BLOCK_BYTES", 8 * n * 5)
+    monkeypatch.setattr(engine, "BLOCK_BYTES", 8 * n * 5)
     assert engine.block_rows(n) == 5
     assert [len(blocks) for blocks in engine.plan(NBOOT, 5)] == [13, 13, 5]  # 64, 64, 22 rows
     blocked = mb.compare(a, b, design="unpaired", nboot=NBOOT, seed=5).samples
@@ -184,7 +184,7 @@ def test_threads_give_identical_results(design, monkeypatch):
     """Each group has its own generators and its own rows of the output, so the samples are
     the same bits on 1, 2 and 3 threads (groups of 7 in blocks of 3: 22 groups)."""
     monkeypatch.setattr(engine, "GROUP", 7)
-    monkeypatch.setattr(engine, "_BLOCK_BYTES", 8 * 21 * 3)
+    monkeypatch.setattr(engine, "BLOCK_BYTES", 8 * 21 * 3)
     monkeypatch.setattr(engine, "_THREAD_MIN_DRAWS", 0)
     a, b, kw, _ = compare_data("stratified", design if design != "mean" else "paired")
     for resample in RESAMPLES:
@@ -446,11 +446,11 @@ def test_result_to_dict_and_frozen():
 def test_public_names():
     assert set(mb.__all__) <= set(dir(mb)) and mb.GROUP == engine.GROUP == 250
     assert {"bootstrap_mean", "compare", "equivalence", "variance_parts",
-            "variance_components", "seeds_needed", "instance_agreement"} <= set(mb.__all__)
+            "seeds_needed", "instance_agreement"} <= set(mb.__all__)
 
 
 def test_imports_only_numpy_and_scipy():
-    code = ("import sys, workflow_scripts.core.multibootstrap; "
+    code = ("import sys, workflow_scripts.stats.multibootstrap; "
             "print([m for m in ('torch', 'snakemake', 'pandas') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -1,4 +1,4 @@
-"""The seed planner (core/seed_planning.py): every term scaled by what it estimates, the seed x
+"""The seed planner (stats/seed_planning.py): every term scaled by what it estimates, the seed x
 example share of the example term included, checked against a simulation from known
 components; the claims (seeds_for_margin) and the stats stage (seeds_needed) plan alike."""
 
@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from workflow_scripts.core import calibrated as cal
-from workflow_scripts.core import seed_planning as sp
+from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import seed_planning as sp
 
 Q = 300
 SD_SEED, SD_EXAMPLE, SD_RESIDUAL = 0.004, 0.05, 0.3  # residual-heavy, as binary outcomes are

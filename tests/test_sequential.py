@@ -1,4 +1,4 @@
-"""Group-sequential levels over seeds (core/sequential.py): the plan of looks, the spending
+"""Group-sequential levels over seeds (stats/sequential.py): the plan of looks, the spending
 functions, the union-bound (default) and exact levels (checked against published boundaries
 and independent integrations), their validation errors, and one small end-to-end cell with the
 calibrated statistic; bench/sequential.py has the full simulation."""
@@ -11,25 +11,26 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from workflow_scripts.core import calibrated as cal
-from workflow_scripts.core import sequential as sq
+from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import look_plan
+from workflow_scripts.stats import sequential as sq
 
 ALPHA = 0.025
 
 
 def test_plan_looks_counts_from_start_to_the_maximum():
-    assert sq.plan_looks(3, 6) == [3, 4, 5, 6]
-    assert sq.plan_looks(3, 10, 3) == [3, 6, 9, 10]  # the maximum is always the last look
-    assert sq.plan_looks(3, 9, 3) == [3, 6, 9]
-    assert sq.plan_looks(5, 5) == [5]
-    assert sq.plan_looks(3, 6, step=None) == [3, 4, 5, 6]  # no step: one look per seed
+    assert look_plan.plan_looks(3, 6) == [3, 4, 5, 6]
+    assert look_plan.plan_looks(3, 10, 3) == [3, 6, 9, 10]  # the maximum is always the last look
+    assert look_plan.plan_looks(3, 9, 3) == [3, 6, 9]
+    assert look_plan.plan_looks(5, 5) == [5]
+    assert look_plan.plan_looks(3, 6, step=None) == [3, 4, 5, 6]  # no step: one look per seed
 
 
 def test_plan_looks_takes_an_explicit_list():
-    assert sq.plan_looks(3, 10, looks=[3, 6, 10]) == [3, 6, 10]
-    assert sq.plan_looks(3, 10, looks=(np.int64(3), 10)) == [3, 10]
+    assert look_plan.plan_looks(3, 10, looks=[3, 6, 10]) == [3, 6, 10]
+    assert look_plan.plan_looks(3, 10, looks=(np.int64(3), 10)) == [3, 10]
     # Few looks keep most of alpha for the last one (the union levels, docs/statistics.md).
-    levels = sq.look_alphas(sq.plan_looks(3, 10, looks=[3, 6, 10]), ALPHA)
+    levels = sq.look_alphas(look_plan.plan_looks(3, 10, looks=[3, 6, 10]), ALPHA)
     assert levels == pytest.approx([0.0000427, 0.003765, 0.021192], abs=5e-7)
     assert sum(levels) == pytest.approx(ALPHA, rel=1e-12)
 
@@ -45,7 +46,7 @@ def test_plan_looks_takes_an_explicit_list():
 ])
 def test_plan_looks_rejects_bad_lists(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        sq.plan_looks(3, 10, **kwargs)
+        look_plan.plan_looks(3, 10, **kwargs)
 
 
 @pytest.mark.parametrize("args, match", [
@@ -57,7 +58,7 @@ def test_plan_looks_rejects_bad_lists(kwargs, match):
 ])
 def test_plan_looks_rejects_bad_plans(args, match):
     with pytest.raises(ValueError, match=match):
-        sq.plan_looks(*args)
+        look_plan.plan_looks(*args)
 
 
 @pytest.mark.parametrize("spending", ["obrien-fleming", "pocock"])
@@ -107,7 +108,7 @@ def test_exact_boundaries_match_published_ones():
 def test_exact_boundaries_spend_alpha_by_multivariate_normal(spending):
     """An independent integration (scipy's multivariate normal cdf, corr sqrt(t_j / t_k)):
     the chance of crossing any boundary of 3 -> 6 seeds is alpha, each look's its increment."""
-    got = sq.boundaries(sq.plan_looks(3, 6), ALPHA, spending, boundary="normal")
+    got = sq.boundaries(look_plan.plan_looks(3, 6), ALPHA, spending, boundary="normal")
     t = np.array([b.fraction for b in got])
     z = np.array([b.z for b in got])
     cov = np.sqrt(np.minimum.outer(t, t) / np.maximum.outer(t, t))
@@ -140,7 +141,7 @@ def test_exact_two_looks_spend_their_increments():
 
 
 def test_the_default_is_the_union_bound():
-    looks = sq.plan_looks(3, 6)
+    looks = look_plan.plan_looks(3, 6)
     assert sq.look_alphas(looks, ALPHA) == sq.look_alphas(looks, ALPHA, boundary="union")
     assert sq.look_alphas(looks, ALPHA) == [b.increment for b in sq.boundaries(looks, ALPHA)]
 
@@ -187,7 +188,7 @@ def test_boundary_is_checked():
 def test_exact_levels_are_at_least_the_increments(spending):
     """Correlated looks: the exact boundary can test each look at a higher nominal level than
     its increment, and never lower; the first look is the same."""
-    looks = sq.plan_looks(3, 10)
+    looks = look_plan.plan_looks(3, 10)
     union = sq.look_alphas(looks, ALPHA, spending)
     exact = sq.look_alphas(looks, ALPHA, spending, boundary="normal")
     assert exact[0] == pytest.approx(union[0], rel=1e-9)
@@ -265,7 +266,7 @@ def test_union_levels_hold_alpha_where_looking_at_alpha_does_not():
     look at alpha gives false "supported" about 6% of the time (bench/sequential.py: 6.2% of
     20,000); the O'Brien-Fleming union levels about 2.2%. This generator: 36 and 10."""
     rng = np.random.default_rng(32)
-    looks = sq.plan_looks(3, 6)
+    looks = look_plan.plan_looks(3, 6)
     levels = sq.look_alphas(looks, ALPHA)
     naive = union = 0
     for _ in range(600):

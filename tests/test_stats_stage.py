@@ -122,8 +122,8 @@ def test_pareto_front_drops_dominated_points():
 def test_calibrated_by_default_with_the_multibootstrap_beside(tables, tmp_path):
     """Every interval is the calibrated one unless stats.interval says otherwise; the
     Multi-Bootstrap's interval of the same comparison is in the mb_* columns."""
-    from workflow_scripts.core import calibrated as cal
-    from workflow_scripts.core import multibootstrap as mb
+    from workflow_scripts.stats import calibrated as cal
+    from workflow_scripts.stats import multibootstrap as mb
 
     d, t = tables
     for name in ("ci", "comparisons"):

@@ -147,7 +147,7 @@ IMPORTERS = {
                                              "evaluate_base_one_pass",
                                              "evaluate_steps", "evaluate_steps_train_once",
                                              "latency_run"},
-    "workflow_scripts/core/multibootstrap.py": {"stats", "curves", "ladder_stats", "claims"},
+    "workflow_scripts/stats/multibootstrap.py": {"stats", "curves", "ladder_stats", "claims"},
     "workflow_scripts/claims/render.py": {"claims", "claims_figure"},
     "workflow_scripts/biencoder/report/figures.py": {"figure_depth_vs_budget", "figure_pareto",
                                               "figure_per_benchmark_degradation",

@@ -74,7 +74,8 @@ def claim_errors(config: dict) -> list[str]:
     or metrics, missing margins, empty families), naming the claim id and key. A value the
     grid lacks but an edit of it could give (up to the base model's layers) is no problem:
     its claim is not-applicable."""
-    from workflow_scripts.claims import adaptive, spec
+    from workflow_scripts.claims import spec
+    from workflow_scripts.claims.looks import arms as look_arms
 
     layers = base_layers(config) if "recipes" in config else 0
     try:
@@ -82,7 +83,7 @@ def claim_errors(config: dict) -> list[str]:
         claims = spec.parse(config.get("claims", []), grid)
     except spec.ClaimError as e:
         return [str(e)]
-    return adaptive.errors(config.get("adaptive_seeds"), claims, grid.recipe_seeds)
+    return look_arms.errors(config.get("adaptive_seeds"), claims, grid.recipe_seeds)
 
 
 def biencoder_errors(config: dict) -> list[str]:

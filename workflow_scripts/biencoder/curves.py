@@ -35,11 +35,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.core import contracts, intervals
-from workflow_scripts.core import multibootstrap as mb
+from workflow_scripts.core import contracts
 from workflow_scripts.core.arms import Arm, build_arms, design_for, load_evals
 from workflow_scripts.core.contracts import ALL, BASE, base_strategy
 from workflow_scripts.core.settings import Curves
+from workflow_scripts.stats import intervals
+from workflow_scripts.stats import multibootstrap as mb
 
 
 def onset_index(curves: np.ndarray, epsilon: float) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Statistics stage: intervals and tests over seeds x queries.
 
 Every interval, p-value and equivalence test uses the configured `stats.interval` method
-(core/intervals.py: "calibrated" by default, or "multibootstrap"); every row also holds the
+(stats/intervals.py: "calibrated" by default, or "multibootstrap"); every row also holds the
 Multi-Bootstrap's interval (mb_ci_low, mb_ci_high, mb_p_value) beside it.
 
 Reads every per-query evaluation parquet and writes results/stats/*.parquet:
@@ -37,10 +37,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.core import borrowed_seeds, contracts, intervals
-from workflow_scripts.core import multibootstrap as mb
+from workflow_scripts.core import contracts
 from workflow_scripts.core.arms import Arm, build_arms, design_for, grid_gaps, load_evals
-from workflow_scripts.core.borrowed_seeds import borrowed_terms
 from workflow_scripts.core.contracts import (
     ALL,
     BASE,
@@ -49,6 +47,9 @@ from workflow_scripts.core.contracts import (
     base_strategy,
 )
 from workflow_scripts.core.settings import Stats
+from workflow_scripts.stats import borrowed_seeds, intervals
+from workflow_scripts.stats import multibootstrap as mb
+from workflow_scripts.stats.borrowed_seeds import borrowed_terms
 
 
 def _groups(arm_scores: dict) -> list[tuple[str, object]]:
@@ -139,7 +140,7 @@ def strategy_kind(s_a: str, s_b: str) -> tuple[str, str, str]:
 
 
 def borrowed_pool(arms: dict) -> dict:
-    """Benchmark group -> a one-seed arm's borrowed seed terms (core/borrowed_seeds.py),
+    """Benchmark group -> a one-seed arm's borrowed seed terms (stats/borrowed_seeds.py),
     pooled over the arms with >= 2 seeds; {} when none has 2 seeds."""
     groups: dict = {}
     for arm in arms.values():

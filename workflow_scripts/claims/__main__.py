@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 
 from workflow_scripts.claims import data as claims_data
-from workflow_scripts.claims import decide, looks, render, spec
+from workflow_scripts.claims import decide, render, spec
+from workflow_scripts.claims.looks import run as looks
 from workflow_scripts.core import contracts
 from workflow_scripts.core.settings import Claims, SettingsError
 
@@ -54,7 +55,7 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads=None,
         look_files=()):
-    """look_files: the looks of seeds on demand (claims/looks.py), first to last: each
+    """look_files: the looks of seeds on demand (claims/looks/run.py), first to last: each
     driving claim is decided at the seeds and level of the look that settled it."""
     claims = spec.parse(settings.claims, grid)
     at_looks = {}
@@ -66,7 +67,7 @@ def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads
                 at_looks[c.id] = (claims_data.load(results, grid, [c], arms), alpha)
     rest = [c for c in claims if c.id not in at_looks]
     data = claims_data.load(results, grid, rest)
-    table = decide.decide(claims, data, decide.Options.from_settings(settings, threads), at_looks)
+    table = decide.decide(claims, data, decide.Options(settings, threads), at_looks)
     contracts.write_parquet(table_path, table)
     md = render.markdown(table)
     if look_files:

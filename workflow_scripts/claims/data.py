@@ -41,7 +41,7 @@ class Data:
 
 def load(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> Data:
     """The claims' inputs; arm_seeds: {arm key: seeds} read at other seeds than the
-    recipe's (a look's, claims/looks.py)."""
+    recipe's (a look's, claims/looks/run.py)."""
     results, data = Path(results), Data()
     present: dict[str, list] = {"biencoder": [], "ladder": []}
     for study, key in needed(claims):

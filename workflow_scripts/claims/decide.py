@@ -6,7 +6,7 @@ is. By the intersection-union principle each member's own level-alpha test alrea
 error of "supported" at alpha, so the support side takes no correction (`p_support_holm` is
 `p_support`); "refuted" needs one member refuted, a union, and keeps Holm's correction.
 
-Every estimate is a linear contrast that core/intervals.compare tests, so each design and
+Every estimate is a linear contrast that stats/intervals.compare tests, so each design and
 both interval methods serve every kind:
   difference            metric(b) - metric(a), designed as the stats stage does (paired on
                         shared seeds; single-baseline when a side has one seed, that side
@@ -39,10 +39,12 @@ from workflow_scripts.claims.data import Data, MissingInput
 from workflow_scripts.claims.latency import decide_latency
 from workflow_scripts.claims.onset import decide_onset
 from workflow_scripts.claims.spec import ALL_BENCHMARKS, Claim, Member, arm_label
-from workflow_scripts.core import borrowed_seeds, intervals, notation, seed_planning
-from workflow_scripts.core import calibrated as cal
+from workflow_scripts.core import notation
 from workflow_scripts.core.arms import check_aligned
 from workflow_scripts.core.contracts import BASE
+from workflow_scripts.core.settings import Claims
+from workflow_scripts.stats import borrowed_seeds, intervals, seed_planning
+from workflow_scripts.stats import calibrated as cal
 
 COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "test",
            "threshold", "epsilon", "benchmark", "metric", "estimate", "ci_low", "ci_high", "ci",
@@ -53,32 +55,20 @@ COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "
 
 @dataclass(frozen=True)
 class Options:
-    """Interval settings per study (the ladder has its own) and the latency bootstrap's."""
+    """How the claims are decided: the Claims stage settings (core/settings.py: stats.* for
+    the bi-encoder's intervals, ladder.stats.* for the ladder's, latency.* for the latency
+    ratio's bootstrap; their defaults are config/schema.yaml's, none here) and the threads a
+    bootstrap may use (the job's, not a setting; None: every usable CPU)."""
 
-    interval: str = "calibrated"
-    nboot: int = 2000
-    ci: float = 0.95
-    seed: int = 0
-    ladder_interval: str = "calibrated"
-    ladder_nboot: int = 2000
-    ladder_ci: float = 0.95
-    ladder_seed: int = 0
-    latency_nboot: int = 2000
-    latency_seed: int = 0
+    settings: Claims
     threads: int | None = None
 
-    @classmethod
-    def from_settings(cls, s, threads: int | None = None) -> Options:
-        """From the Claims stage settings (core/settings.Claims)."""
-        return cls(s.interval, s.nboot, s.ci, s.seed, s.ladder_interval, s.ladder_nboot,
-                   s.ladder_ci, s.ladder_seed, s.latency_nboot, s.latency_seed, threads)
-
     def for_study(self, study: str) -> dict:
+        s = self.settings
         if study == "ladder":
-            return {"method": self.ladder_interval, "nboot": self.ladder_nboot,
-                    "ci": self.ladder_ci, "seed": self.ladder_seed}
-        return {"method": self.interval, "nboot": self.nboot, "ci": self.ci,
-                "seed": self.seed}
+            return {"method": s.ladder_interval, "nboot": s.ladder_nboot, "ci": s.ladder_ci,
+                    "seed": s.ladder_seed}
+        return {"method": s.interval, "nboot": s.nboot, "ci": s.ci, "seed": s.seed}
 
 
 # ---------------------------------------------------------------------------------------
@@ -209,7 +199,8 @@ def _fieller(c: Contrast, opts: dict, estimate: float, threads) -> tuple[float, 
 def decide_member(m: Member, data: Data, options: Options) -> dict:
     """The member's estimate, interval, p_support and p_refute (before Holm)."""
     if m.study == "latency":
-        return decide_latency(m, data, options.ci, options.latency_nboot, options.latency_seed)
+        s = options.settings
+        return decide_latency(m, data, s.ci, s.latency_nboot, s.latency_seed)
     if m.study == "curves":
         return decide_onset(m, data)
     opts, threads = options.for_study(m.study), options.threads
@@ -296,7 +287,7 @@ def _member_verdict(row: dict, test: str, alpha: float) -> str:
 def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None = None,
                  plan_alpha: float | None = None) -> list[dict]:
     """The claim's row followed by one row per member. alpha: the one-sided level of a look
-    (claims/looks.py: a group-sequential boundary) instead of (1 - ci) / 2; plan_alpha: the
+    (claims/looks/run.py: a group-sequential boundary) instead of (1 - ci) / 2; plan_alpha: the
     level the seeds needed are planned for (default: the deciding level)."""
     head = {"claim": claim.id, "statement": claim.statement, "row": "claim",
             "n_members": len(claim.members)}
@@ -314,7 +305,7 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
             missing.append(f"{m.label}: {e}")
             rows.append({"verdict": "not-applicable", "note": str(e)})
     ci = {m.study: options.for_study(m.study)["ci"] if m.study not in ("latency", "curves")
-          else options.ci for m in claim.members}
+          else options.settings.ci for m in claim.members}
     if alpha is None:
         alpha = (1 - min(ci.values())) / 2
     else:
@@ -370,7 +361,7 @@ def _nan_last(p) -> float:
 def decide(claims: list[Claim], data: Data, options: Options,
            at_looks: dict | None = None) -> pd.DataFrame:
     """Every claim's rows; at_looks: {claim id: (its Data, alpha)} for the claims that
-    drove seeds on demand, decided as at the look that settled them (claims/looks.py)."""
+    drove seeds on demand, decided as at the look that settled them (claims/looks/run.py)."""
     at_looks = at_looks or {}
     rows = []
     for c in claims:

@@ -47,7 +47,7 @@ def curve_files(results: Path) -> list[Path]:
 
 def input_files(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> list[Path]:
     """Every file the claims read (the claims rule's inputs); arm_seeds: {arm key: seeds}
-    for arms read at other seeds than their recipe's (a look's, claims/looks.py)."""
+    for arms read at other seeds than their recipe's (a look's, claims/looks/run.py)."""
     results, out = Path(results), []
     for study, key in needed(claims):
         out += files_of(results, grid, study, key, arm_seeds)

@@ -78,8 +78,12 @@ def closure(module: str, root: Path = ROOT) -> tuple[str, ...]:
 
 def code_files(*modules: str, root: Path = ROOT) -> list[Path]:
     """Source files of the closure of `modules` (names relative to the package, e.g.
-    "biencoder.train"), absolute, sorted."""
+    "biencoder.train"), absolute, sorted. A package with a __main__.py brings that module's
+    closure too: `python -m` of the package runs it (claims.looks)."""
     mods = set()
     for m in modules:
-        mods.update(closure(f"{PACKAGE}.{m}", root))
+        name = f"{PACKAGE}.{m}"
+        mods.update(closure(name, root))
+        if _is_package(name, root) and (module_path(name, root).parent / "__main__.py").is_file():
+            mods.update(closure(f"{name}.__main__", root))
     return sorted(module_path(m, root) for m in mods)

@@ -45,7 +45,7 @@ def base_strategy(strategy: str) -> str:
 
 # Columns each results/stats/<table>.parquet holds at least (stats stage writes them; the
 # figures and the report read them through read_stats).
-# `interval` is the interval method (core/intervals.py); mb_* the Multi-Bootstrap's beside it.
+# `interval` is the interval method (stats/intervals.py); mb_* the Multi-Bootstrap's beside it.
 _INTERVAL = ("estimate", "ci_low", "ci_high", "p_value", "interval", "design", "resample", "ci",
              "mb_ci_low", "mb_ci_high", "mb_p_value", "nboot")
 STATS_TABLES = {
@@ -358,7 +358,7 @@ def ci_level(table: pd.DataFrame) -> str:
     return " / ".join(ci_label(x) for x in sorted(table["ci"].dropna().unique()))
 
 
-# How the report and the figures name the interval methods of core/intervals.py.
+# How the report and the figures name the interval methods of stats/intervals.py.
 INTERVAL_NAMES = {"calibrated": "calibrated", "multibootstrap": "Multi-Bootstrap"}
 WHY_THEY_DIFFER = (
     "The two differ because the calibrated interval treats the seeds as a small sample of all "

@@ -15,11 +15,3 @@ def set_threads(threads: int) -> None:
     torch.set_num_threads(max(1, int(threads)))
     with contextlib.suppress(RuntimeError):  # already set in this process (tests)
         torch.set_num_interop_threads(1)
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask: what SLURM or taskset gave it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1

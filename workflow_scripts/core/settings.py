@@ -271,7 +271,7 @@ Claims = stage("Claims", "stats", "interval nboot ci seed",
                ladder_seed="ladder.stats.seed", latency_nboot="latency.nboot",
                latency_seed="latency.seed")
 Looks = stage("Looks", "adaptive_seeds", "claims max_seeds step looks spending",
-              "Seeds on demand (claims/looks.py): the driving claims, the budget, the step "
+              "Seeds on demand (claims/looks/): the driving claims, the budget, the step "
               "or the explicit looks, and the boundaries' spending function.")
 
 STAGES: tuple[type[Settings], ...] = (

@@ -1,7 +1,7 @@
 """The ladder's statistics: table, paired comparisons against k=0, cross-check.
 
 - table: per (config, method, k) test accuracy, mean +- std (ddof 1) over seeds, and the CI
-  over seeds x test examples with `ladder.stats.interval` (core/intervals.py: calibrated by
+  over seeds x test examples with `ladder.stats.interval` (stats/intervals.py: calibrated by
   default), the Multi-Bootstrap's beside it (mb_ci_low, mb_ci_high).
 - comparisons: per (config, method), each k against k=0, paired by seed (same seeds, same
   test examples): delta = acc(k) - acc(0), CI, one-sided p = P(delta <= 0). `full` marks
@@ -23,11 +23,11 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.core import intervals
 from workflow_scripts.core.contracts import DataError, write_parquet
 from workflow_scripts.core.settings import LadderStats
 from workflow_scripts.ladder import METHODS
 from workflow_scripts.ladder.runs import collect, scores
+from workflow_scripts.stats import intervals
 
 KEYS = ["config", "method", "k"]
 METHOD_ORDER = {m: i for i, m in enumerate(METHODS)}

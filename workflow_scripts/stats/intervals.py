@@ -1,7 +1,7 @@
 """One front for the two interval methods the stats stages use.
 
-- "calibrated" (core/calibrated.py, the default): keeps its nominal coverage with 3 seeds.
-- "multibootstrap" (core/multibootstrap.py): the MultiBERTs paper's method, the reference.
+- "calibrated" (stats/calibrated.py, the default): keeps its nominal coverage with 3 seeds.
+- "multibootstrap" (stats/multibootstrap.py): the MultiBERTs paper's method, the reference.
 
 Each function returns a flat row: the configured method's estimate, interval and p-value
 (`interval` names the method),
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from workflow_scripts.core import calibrated as cal
-from workflow_scripts.core import multibootstrap as mb
-from workflow_scripts.core import seed_planning
+from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import multibootstrap as mb
+from workflow_scripts.stats import seed_planning
 
 INTERVALS = ("calibrated", "multibootstrap")
 JOINT, SEEDS_ONLY, EXAMPLES_ONLY = ("seeds", "examples"), ("seeds",), ("examples",)
@@ -61,7 +61,7 @@ def compare(a, b, *, method: str, design: str, alternative: str, ci: float,
             resample: Sequence[str], nboot: int, seed: int, threads: int | None = None,
             borrowed: Sequence = (), **seeds) -> dict[str, Any]:
     """Test of delta = metric(b) - metric(a) (inputs as multibootstrap.compare's). borrowed:
-    a one-seed arm's seed terms (core/borrowed_seeds.py), for the calibrated interval; the
+    a one-seed arm's seed terms (stats/borrowed_seeds.py), for the calibrated interval; the
     Multi-Bootstrap beside it stays conditional on that one seed."""
     _check(method)
     ref = mb.compare(a, b, design=design, alternative=alternative, ci=ci, resample=resample,

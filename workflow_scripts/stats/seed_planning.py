@@ -1,4 +1,4 @@
-"""Seed planning from the calibrated interval (core/calibrated.py): how many seeds per arm
+"""Seed planning from the calibrated interval (stats/calibrated.py): how many seeds per arm
 would give a target half-width, settle a test whose estimate lies a margin from its
 threshold, or detect a difference. Every answer is the calibrated t of the variance terms
 rescaled to n seeds by what each estimates (`terms_at`); None where the examples alone keep
@@ -14,8 +14,8 @@ from typing import Any
 
 from scipy import stats
 
-from workflow_scripts.core.bootstrap_inputs import as_block, check_open_unit, check_plan_targets
-from workflow_scripts.core.calibrated import (
+from workflow_scripts.stats.bootstrap_inputs import as_block, check_open_unit, check_plan_targets
+from workflow_scripts.stats.calibrated import (
     Term,
     calibrated_df,
     mean_interval,
@@ -65,14 +65,14 @@ def seeds_for_margin(terms: Sequence[Term], margin: float, ci: float = 0.95) -> 
     return _fewest_seeds(enough)
 
 
-_MAX_SEEDS = 100_000  # the planner's search range; beyond it the answer is "not reachable"
+MAX_SEEDS = 100_000  # the planner's search range; beyond it the answer is "not reachable"
 
 
 def _fewest_seeds(enough) -> int | None:
-    """Smallest n in [2, _MAX_SEEDS] with enough(n), for enough monotone in n; else None."""
-    if not enough(_MAX_SEEDS):
+    """Smallest n in [2, MAX_SEEDS] with enough(n), for enough monotone in n; else None."""
+    if not enough(MAX_SEEDS):
         return None
-    low, high = 1, _MAX_SEEDS  # enough(high) holds; n = low is below the range
+    low, high = 1, MAX_SEEDS  # enough(high) holds; n = low is below the range
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (low, mid) if enough(mid) else (mid, high)

@@ -1,7 +1,7 @@
 """The seed counts at which seeds on demand decides its claims (docs/adaptive_seeds.md):
 `plan_looks` from the recipes' seeds to the budget, by a step or an explicit list. Pure
 Python, so that the config check can run it when the Snakefile is parsed; the looks' levels
-are core/sequential.py's."""
+are stats/sequential.py's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from collections.abc import Sequence
 MIN_SEEDS = 2  # the calibrated interval needs 2 seeds to see the seed variance
 
 
-def _int(name: str, value) -> int:
+def check_int(name: str, value) -> int:
+    """`value` as an int (bool refused), else a ValueError naming `name`."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer; got {value!r}")
     return int(value)
@@ -22,7 +23,7 @@ def plan_looks(start: int, max_seeds: int, step: int | None = None,
     """The seed counts at which the claims are decided: `looks` itself when given (strictly
     increasing, from start to max_seeds), else start, start + step, ... (step 1 when not
     given) with max_seeds as the last look (also when step does not land on it)."""
-    start, max_seeds = _int("start", start), _int("max_seeds", max_seeds)
+    start, max_seeds = check_int("start", start), check_int("max_seeds", max_seeds)
     if start < MIN_SEEDS:
         raise ValueError(f"start must be at least {MIN_SEEDS} seeds (the calibrated interval "
                          f"needs {MIN_SEEDS} to see the seed variance); got {start}")
@@ -31,23 +32,25 @@ def plan_looks(start: int, max_seeds: int, step: int | None = None,
     if looks is not None:
         if step is not None:
             raise ValueError("give the looks or the step, not both")
-        plan = _check_looks(looks, "looks")
+        plan = check_looks(looks, "looks")
         if plan[0] != start:
             raise ValueError(f"looks must start at the {start} seeds the arms start with; "
                              f"got {plan}")
         if plan[-1] != max_seeds:
             raise ValueError(f"looks must end at max_seeds ({max_seeds}); got {plan}")
         return plan
-    step = 1 if step is None else _int("step", step)
+    step = 1 if step is None else check_int("step", step)
     if step < 1:
         raise ValueError(f"step must be at least 1 seed; got {step}")
     return [*range(start, max_seeds, step), max_seeds]
 
 
-def _check_looks(seeds_per_look: Sequence[int], name: str = "seeds_per_look") -> list[int]:
+def check_looks(seeds_per_look: Sequence[int], name: str = "seeds_per_look") -> list[int]:
+    """The seed counts of the looks as ints: a list of at least one look, from MIN_SEEDS,
+    strictly increasing; else a ValueError naming `name`."""
     if isinstance(seeds_per_look, (str, bytes)) or not isinstance(seeds_per_look, Sequence):
         raise ValueError(f"{name} must be a list of seed counts; got {seeds_per_look!r}")
-    looks = [_int(f"{name}[{i}]", n) for i, n in enumerate(seeds_per_look)]
+    looks = [check_int(f"{name}[{i}]", n) for i, n in enumerate(seeds_per_look)]
     if not looks:
         raise ValueError(f"{name} must hold at least one look")
     if looks[0] < MIN_SEEDS:

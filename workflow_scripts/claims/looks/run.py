@@ -1,15 +1,16 @@
 """Seeds on demand: one look of a group-sequential design over the driving claims
 (config `adaptive_seeds`, docs/adaptive_seeds.md).
 
-The looks are planned before any data (core/sequential.py): the seeds per arm at each look
-(`plan_looks`: from the recipes' seeds to `max_seeds` by `step`, or the configured `looks`)
-and the one-sided level of each look (`look_alphas`, an alpha-spending boundary that holds
+The looks are planned before any data: the seeds per arm at each look (stats/look_plan.py
+`plan_looks`: from the recipes' seeds to `max_seeds` by `step`, or the configured `looks`)
+and the one-sided level of each look (stats/sequential.py `look_alphas`, an alpha-spending
+boundary that holds
 the error rate over all planned looks). At look k every driving claim still open is decided
 at its arms' seeds of that look with level alpha_k (claims/decide.py, the claims' own tests);
 then each open claim either
 
   is decided (supported or refuted): frozen, its verdict that of this look;
-  cannot be decided by seeds: the examples limit it (core/seed_planning.py finds no seed
+  cannot be decided by seeds: the examples limit it (stats/seed_planning.py finds no seed
       count that would settle it even at the last look's level, the most lenient of the
       plan): frozen inconclusive, with the reason;
   stays open: its trained arms get the next look's seeds (the planner's estimate of the
@@ -36,10 +37,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_scripts.claims import adaptive, decide, spec
 from workflow_scripts.claims import data as claims_data
-from workflow_scripts.core import contracts, notation, sequential
+from workflow_scripts.claims import decide, spec
+from workflow_scripts.claims.looks import arms as look_arms
+from workflow_scripts.core import contracts, notation
 from workflow_scripts.core.settings import Claims, Looks
+from workflow_scripts.stats import look_plan, sequential
 
 DECIDED = ("supported", "refuted")
 # Per (look, member): the seeds per trained arm, the look's boundary, the statistic.
@@ -50,9 +53,9 @@ COLUMNS = ("look", "claim", "member", "seeds", "boundary", "estimate", "ci_low",
 def plan(settings: Claims, adaptive_cfg: dict, claims: list[spec.Claim],
          recipe_seeds: dict) -> tuple[list[int], list[float]]:
     """(seeds per arm at each look, the one-sided level of each look), fixed in advance."""
-    first = adaptive.start(adaptive.driving(claims, adaptive_cfg), recipe_seeds)
-    seeds = sequential.plan_looks(first, adaptive_cfg["max_seeds"], adaptive_cfg.get("step"),
-                                  adaptive_cfg.get("looks"))
+    first = look_arms.start(look_arms.driving(claims, adaptive_cfg), recipe_seeds)
+    seeds = look_plan.plan_looks(first, adaptive_cfg["max_seeds"], adaptive_cfg.get("step"),
+                                 adaptive_cfg.get("looks"))
     return seeds, sequential.look_alphas(seeds, (1 - settings.ci) / 2,
                                          adaptive_cfg["spending"])
 
@@ -88,7 +91,7 @@ def _state(verdict: str, need: float, k: int, seeds: list[int], budget: int) -> 
 def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
              previous: dict | None, results, threads=None) -> dict:
     claims = spec.parse(settings.claims, grid)
-    driving = adaptive.driving(claims, adaptive_cfg)
+    driving = look_arms.driving(claims, adaptive_cfg)
     seeds, alphas = plan(settings, adaptive_cfg, claims, grid.recipe_seeds)
     if k >= len(seeds):
         raise ValueError(f"look {k} is beyond the {len(seeds)} planned looks ({seeds})")
@@ -99,10 +102,10 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
                          "to start the looks again")
     state = dict(previous["claims"]) if previous else {}
     live = [c for c in driving if state.get(c.id, {}).get("status", "open") == "open"]
-    arms = {key: adaptive.seeds_at(grid.recipe_seeds[key[0]], seeds[k])
-            for c in live for key in adaptive.trained_arms(c)}
+    arms = {key: look_arms.seeds_at(grid.recipe_seeds[key[0]], seeds[k])
+            for c in live for key in look_arms.trained_arms(c)}
     data = claims_data.load(results, grid, live, arms)
-    options, rows = decide.Options.from_settings(settings, threads), []
+    options, rows = decide.Options(settings, threads), []
     for c in live:
         # Decided at this look's level; planned at the last look's, the most lenient any
         # look of the plan offers (what could still settle it).
@@ -111,8 +114,8 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
                                 adaptive_cfg["max_seeds"])
         state[c.id] = {"status": status, "verdict": head["verdict"], "reason": reason,
                        "look": k, "alpha": alphas[k],
-                       "arms": adaptive.arm_rows({key: arms[key]
-                                                  for key in adaptive.trained_arms(c)})}
+                       "arms": look_arms.arm_rows({key: arms[key]
+                                                  for key in look_arms.trained_arms(c)})}
         rows += [{"look": k, "claim": c.id, "member": m["member"], "seeds": seeds[k],
                   "boundary": alphas[k], "estimate": m.get("estimate", math.nan),
                   "ci_low": m.get("ci_low", math.nan), "ci_high": m.get("ci_high", math.nan),
@@ -121,15 +124,15 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
                   "claim_verdict": head["verdict"], "status": status, "reason": reason}
                  for m in members]
     still = [c for c in live if state[c.id]["status"] == "open"]
-    nxt = {key: adaptive.seeds_at(grid.recipe_seeds[key[0]], seeds[k + 1])
-           for c in still for key in adaptive.trained_arms(c)}
+    nxt = {key: look_arms.seeds_at(grid.recipe_seeds[key[0]], seeds[k + 1])
+           for c in still for key in look_arms.trained_arms(c)}
     return {"look": k, "plan": {"seeds": seeds, "alphas": alphas}, "claims": state,
-            "rows": rows, "next": adaptive.arm_rows(nxt), "stop": not still}
+            "rows": rows, "next": look_arms.arm_rows(nxt), "stop": not still}
 
 
 def final_arms(look: dict) -> dict:
     """{claim id: ({arm key: seeds}, alpha)}: where the last look left each driving claim."""
-    return {cid: (adaptive.arms_of(s["arms"]), s["alpha"]) for cid, s in look["claims"].items()}
+    return {cid: (look_arms.arms_of(s["arms"]), s["alpha"]) for cid, s in look["claims"].items()}
 
 
 def gather(paths) -> pd.DataFrame:
@@ -200,7 +203,3 @@ def main(argv=None) -> None:
     contracts.write_text(a.out, json.dumps(doc, indent=1, allow_nan=True) + "\n")
     for cid, s in doc["claims"].items():
         print(f"look {a.look}: {cid}: {s['status']} ({s['reason']})")
-
-
-if __name__ == "__main__":
-    main()

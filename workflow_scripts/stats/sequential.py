@@ -2,11 +2,12 @@
 
 A user who adds seeds after looking at the claims, and looks again, tests the same claim
 several times: deciding each look at level alpha inflates the false-decision rate (optional
-stopping; bench/sequential.py measures it). Here the looks are planned (`plan_looks`: the seed
-counts at which the claims are decided) and each look k gets a nominal one-sided level
-`look_alphas(...)[k]`: a member is "supported" at look k when its calibrated one-sided
-p_support <= that level, "refuted" when p_refute <= the same level, else the claim may get
-more seeds. The overall one-sided error of each side stays <= alpha across all the looks:
+stopping; bench/sequential.py measures it). Here the looks are planned (look_plan.py's
+`plan_looks`: the seed counts at which the claims are decided) and each look k gets a nominal
+one-sided level `look_alphas(...)[k]`: a member is "supported" at look k when its calibrated
+one-sided p_support <= that level, "refuted" when p_refute <= the same level, else the claim
+may get more seeds. The overall one-sided error of each side stays <= alpha across all the
+looks:
 
   spending       alpha*(t), the error spent by information fraction t = n_k / n_max (seed
                  counts), Lan & DeMets (1983): "obrien-fleming" 2 - 2 Phi(z_{1-alpha/2} /
@@ -43,15 +44,15 @@ errors), with 8-9 seeds on average, since the last look keeps only alpha - alpha
 0.69%.
 
 Few looks: the union levels are the increments, so a plan with few looks keeps most of alpha
-for its last one: `plan_looks(3, 10, looks=[3, 6, 10])` tests at 0.004%, 0.38% and 2.12%,
-nearly the fixed test at the maximum. Simulated at 3 -> 10 (docs/statistics.md), its false
-"supported" rate is 1.9-2.5% (the fixed design at 10: 2.2-2.5%), its power 57-67% where the
-fixed design's is 60-70% (2.5 sd) and 94-98% against 95-98% (4 sd), with 8.4-9.6 and 6.0-8.8
-seeds on average instead of 10. Not where the first look is half the budget: at 3 -> 6 its
-0.15% meets the calibrated p's heavy tail at 3 seeds and few looks reach 2.7-2.9% where seeds
-dominate (3/5/8 and 3/6/9 hold it: 2.3-2.6%). So one look per seed stays the default (valid
-with a margin everywhere) and three looks, the first at most about 3/8 of the budget, the
-recommendation.
+for its last one: `plan_looks(3, 10, looks=[3, 6, 10])` (look_plan.py) tests at 0.004%, 0.38%
+and 2.12%, nearly the fixed test at the maximum. Simulated at 3 -> 10 (docs/statistics.md), its
+false "supported" rate is 1.9-2.5% (the fixed design at 10: 2.2-2.5%), its power 57-67% where
+the fixed design's is 60-70% (2.5 sd) and 94-98% against 95-98% (4 sd), with 8.4-9.6 and
+6.0-8.8 seeds on average instead of 10. Not where the first look is half the budget: at 3 -> 6
+its 0.15% meets the calibrated p's heavy tail at 3 seeds and few looks reach 2.7-2.9% where
+seeds dominate (3/5/8 and 3/6/9 hold it: 2.3-2.6%). So one look per seed stays the default
+(valid with a margin everywhere) and three looks, the first at most about 3/8 of the budget,
+the recommendation.
 
 The other rules: bench/sequential.py also simulates deciding only from 4 or 5 seeds
 (min_decide), the exact boundaries from there, the t boundary on p-values with the seed df, and
@@ -96,10 +97,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-# The looks' plan, here as sequential.plan_looks too (pure Python: the config check runs it
-# when the Snakefile is parsed, without numpy and scipy).
-from workflow_scripts.core.look_plan import MIN_SEEDS, _check_looks, _int
-from workflow_scripts.core.look_plan import plan_looks as plan_looks
+# The looks' plan is look_plan.py's (pure Python: the config check runs it when the
+# Snakefile is parsed, without numpy and scipy).
+from workflow_scripts.stats.look_plan import MIN_SEEDS, check_int, check_looks
 
 SPENDINGS = ("obrien-fleming", "pocock", "bonferroni")
 _GRID = 401  # points of the integration grid per look (Simpson; odd)
@@ -193,7 +193,7 @@ def _exact_z(fractions: Sequence[float], increments: Sequence[float]) -> list[fl
     return zs
 
 
-def _t_levels(looks: Sequence[int], increments: Sequence[float], paths: int,
+def t_levels(looks: Sequence[int], increments: Sequence[float], paths: int,
               seed: int) -> list[float]:
     """Nominal levels a_k at which the sequential one-sample t test of n_k normal seed values
     (df n_k - 1: the calibrated statistic where seeds carry all the variance) spends exactly
@@ -256,7 +256,7 @@ def _levels(looks: tuple[int, ...], alpha: float, spending: str, boundary: str,
     elif boundary == "normal":
         levels = [float(special.ndtr(-z)) for z in _exact_z(fractions, increments)]
     elif boundary == "t":
-        levels = _t_levels(decide, increments, t_paths, T_SEED)
+        levels = t_levels(decide, increments, t_paths, T_SEED)
     else:
         levels = list(increments)
     zero = (0.0,) * skip
@@ -268,13 +268,13 @@ def boundaries(seeds_per_look: Sequence[int], alpha: float,
                min_decide: int = MIN_DECIDE, t_paths: int = T_PATHS) -> list[Look]:
     """Every look of the plan with its spent error, nominal level and z boundary (the module
     docstring; `look_alphas` returns the levels alone)."""
-    looks, alpha = _check_looks(seeds_per_look), _check_alpha(alpha)
+    looks, alpha = check_looks(seeds_per_look), _check_alpha(alpha)
     spending = _check_spending(spending)
     if boundary not in BOUNDARIES:
         raise ValueError(f"unknown boundary {boundary!r}; expected one of {BOUNDARIES}")
-    if _int("t_paths", t_paths) < 10_000:
+    if check_int("t_paths", t_paths) < 10_000:
         raise ValueError(f"t_paths must be at least 10000 simulated paths; got {t_paths}")
-    if _int("min_decide", min_decide) < MIN_SEEDS:
+    if check_int("min_decide", min_decide) < MIN_SEEDS:
         raise ValueError(f"min_decide must be at least {MIN_SEEDS} seeds; got {min_decide}")
     cumulative, increments, levels = _levels(tuple(looks), alpha, spending, boundary,
                                              int(t_paths), int(min_decide))

@@ -1,5 +1,6 @@
 """Seeds on demand (config `adaptive_seeds`, docs/adaptive_seeds.md): the claims that drive
-the looks, the trained arms they read, and the seeds an arm has at a given count.
+the looks, the trained arms they read, the seeds an arm has at a given count, and the check
+of the config key.
 
 An arm's seeds are its recipe's configured seeds, then the next integers after the largest
 (42, 43, 44 -> 45, 46, ...): every arm of a recipe adds the same seeds, so arms that were
@@ -10,8 +11,8 @@ inputs with it.
 from __future__ import annotations
 
 from workflow_scripts.claims.spec import Claim
-from workflow_scripts.core import look_plan
 from workflow_scripts.core.contracts import BASE
+from workflow_scripts.stats import look_plan
 
 WHERE = "config key adaptive_seeds"
 

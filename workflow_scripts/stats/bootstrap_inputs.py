@@ -11,7 +11,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from workflow_scripts.core.bootstrap_engine import Arm
+from workflow_scripts.stats.bootstrap_engine import Arm
 
 AXES = ("seeds", "examples")
 DESIGNS = ("paired", "unpaired", "single-baseline")

@@ -24,8 +24,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from workflow_scripts.core.bootstrap_inputs import arm_blocks
-from workflow_scripts.core.calibrated import Term, _residual_ms
+from workflow_scripts.stats.bootstrap_inputs import arm_blocks
+from workflow_scripts.stats.calibrated import Term, residual_ms
 
 ARM = "one-seed arm (borrowed)"
 
@@ -44,7 +44,7 @@ def borrowed_terms(multi_seed_arms: Iterable) -> list[Term]:
             continue
         k = len(blocks)
         metric = np.mean([blk.mean(axis=1) for blk in blocks], axis=0)
-        resid = sum(_residual_ms(blk) / (k**2 * blk.shape[1]) for blk in blocks)
+        resid = sum(residual_ms(blk) / (k**2 * blk.shape[1]) for blk in blocks)
         ms_sum += (seeds - 1) * float(np.var(metric, ddof=1))
         r_sum += (seeds - 1) * resid
         df += seeds - 1

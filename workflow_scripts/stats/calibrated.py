@@ -69,8 +69,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from workflow_scripts.core.bootstrap_engine import Arm
-from workflow_scripts.core.bootstrap_inputs import (
+from workflow_scripts.stats.bootstrap_engine import Arm
+from workflow_scripts.stats.bootstrap_inputs import (
     ALTERNATIVES,
     AXES,
     arm_blocks,
@@ -84,8 +84,9 @@ from workflow_scripts.core.bootstrap_inputs import (
 
 METHOD = "calibrated"
 __all__ = ["METHOD", "CalibratedEquivalence", "CalibratedResult", "Term", "calibrated_df",
-           "compare", "equivalence", "mean_interval", "satterthwaite", "t_half_width",
-           "total_variance", "variance_components", "variance_terms", "welch"]
+           "compare", "equivalence", "mean_interval", "residual_ms", "satterthwaite",
+           "sum_terms", "t_half_width", "total_variance", "variance_components",
+           "variance_terms", "welch"]
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ class CalibratedEquivalence(CalibratedResult):
 # ---------------------------------------------------------------------------------------
 # The variance: terms, point estimate, and its distribution given the data
 # ---------------------------------------------------------------------------------------
-def _residual_ms(x: np.ndarray) -> float:
+def residual_ms(x: np.ndarray) -> float:
     """Mean square of the seed x example residual of one [S, Q] block."""
     resid = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + x.mean()
     return float(np.sum(resid**2) / ((x.shape[0] - 1) * (x.shape[1] - 1)))
@@ -172,7 +173,7 @@ def variance_terms(arms: list[Arm], resample: tuple[str, ...]) -> list[Term]:
             for k, blk in enumerate(arm.blocks):
                 s, q = blk.shape
                 terms.append(Term(f"residual of {arm.name}, benchmark {k}", "examples",
-                                  -1 / (n_bench**2 * q * s), _residual_ms(blk),
+                                  -1 / (n_bench**2 * q * s), residual_ms(blk),
                                   (s - 1) * (q - 1), s, arm.name))
     return terms
 
@@ -210,7 +211,7 @@ def total_variance(terms: Sequence[Term]) -> float:
     return float(max(var, sum(m for m, _, _ in arms), c * x, 0.0))
 
 
-def _combine(terms: Sequence[Term]) -> tuple[float, float]:
+def sum_terms(terms: Sequence[Term]) -> tuple[float, float]:
     """sum(coef * ms) and its Satterthwaite df, sum^2 / sum((coef * ms)^2 / df)."""
     var = sum(t.coef * t.ms for t in terms)
     denom = sum((t.coef * t.ms) ** 2 / t.df for t in terms)
@@ -226,7 +227,7 @@ def satterthwaite(terms: Sequence[Term]) -> tuple[float, float]:
     seeds = sum(t.coef * t.ms for t in terms if t.part == "seeds")
     examples = sum(t.coef * t.ms for t in terms if t.part == "examples")
     var = float(seeds + max(examples, 0.0))
-    _, df = _combine([t for t in terms if t.part == "seeds" or examples > 0])
+    _, df = sum_terms([t for t in terms if t.part == "seeds" or examples > 0])
     seed_dfs = [t.df for t in terms if t.part == "seeds"]
     return var, max(df, min(seed_dfs)) if seed_dfs else df
 
@@ -266,7 +267,7 @@ def calibrated_df(terms: Sequence[Term]) -> float:
     charge = [max(m - (TWO_SEED_MARGIN if two else RESIDUAL_MARGIN) * r, 0.0)
               for m, r, _ in arms]
     if not sum(charge) > 0:
-        return _combine(examples)[1] if examples else math.inf
+        return sum_terms(examples)[1] if examples else math.inf
     df_seed = _welch_df(charge, [d for _, _, d in arms])
     if two:  # t_1 is so steep that any df above 1 undercovers unless the share is small
         w0, w1 = TWO_SEED_SHARES
@@ -387,7 +388,7 @@ def variance_components(scores) -> dict[str, float]:
         raise ValueError(f"variance components need at least 2 seeds and 2 examples; got {x.shape}")
     ms_seed = n_e * float(np.var(x.mean(axis=1), ddof=1))
     ms_ex = n_s * float(np.var(x.mean(axis=0), ddof=1))
-    ms_res = _residual_ms(x)
+    ms_res = residual_ms(x)
     return {
         "sigma2_seed": max(0.0, (ms_seed - ms_res) / n_e),
         "sigma2_example": max(0.0, (ms_ex - ms_res) / n_s),

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from workflow_scripts.core.bootstrap_engine import GROUP, Arm, acceleration, bootstrap_samples
-from workflow_scripts.core.bootstrap_inputs import (
+from workflow_scripts.stats.bootstrap_engine import GROUP, Arm, acceleration, bootstrap_samples
+from workflow_scripts.stats.bootstrap_inputs import (
     ALTERNATIVES,
     AXES,
     DESIGNS,
@@ -38,11 +38,11 @@ from workflow_scripts.core.bootstrap_inputs import (
     seed_ids,
     two_arms,
 )
-from workflow_scripts.core.calibrated import variance_components
+from workflow_scripts.stats.calibrated import variance_components
 
 __all__ = ["ALTERNATIVES", "AXES", "DESIGNS", "GROUP", "METHODS", "MIN_NBOOT", "BootstrapResult",
            "EquivalenceResult", "bootstrap_mean", "compare", "equivalence", "instance_agreement",
-           "seeds_needed", "variance_components", "variance_parts"]
+           "seeds_needed", "variance_parts"]
 
 
 @dataclass(frozen=True, kw_only=True)

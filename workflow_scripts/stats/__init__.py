@@ -1,0 +1,22 @@
+"""The statistics library: intervals, tests and planning over seeds x examples, and the
+group-sequential levels of seeds on demand. It imports numpy, scipy and itself only (no
+module of the workflow), so it works in a notebook: docs/statistics.md, docs/multibootstrap.md.
+
+The public modules, each the one import path of its functions:
+  intervals       the front the stats stages and the claims call: `mean`, `compare`,
+                  `equivalence`, `seeds_needed`, `axes_for`, by interval method
+  calibrated      the calibrated interval for few seeds (default): `mean_interval`,
+                  `compare`, `equivalence`, `variance_components`, its variance terms
+  multibootstrap  the Multi-Bootstrap (the reference): `bootstrap_mean`, `compare`,
+                  `equivalence`, `variance_parts`, `seeds_needed`, `instance_agreement`
+  seed_planning   seeds for a half-width, a margin or a difference (the calibrated t)
+  borrowed_seeds  a one-seed arm's seed terms, borrowed from the multi-seed arms
+  look_plan       the seed counts of the looks (`plan_looks`; pure Python: the config check
+                  imports it when the Snakefile is parsed)
+  sequential      each look's level (`look_alphas`, `boundaries`, `spent`)
+Behind them: bootstrap_inputs (the shared input checks, arms) and bootstrap_engine (the
+vectorized bootstrap).
+
+Nothing is re-exported here: a name here would be a second import path of its function, and
+importing this package must stay free of numpy (look_plan is imported at parse time).
+"""
