@@ -178,3 +178,48 @@ def test_a_new_subpackage_must_be_declared(tmp_path):
         codedeps.direct_imports.cache_clear()
     assert found == ["workflow_scripts.biencoder.serving: layer biencoder.serving is not "
                      "declared in ALLOWED"]
+
+
+def import_cycles(root: Path) -> list[str]:
+    """Every cycle among the package's modules, as 'a -> b -> a' (imports inside functions
+    count: a lazy import that closes a cycle still ties the two modules together). A
+    package's __init__ imported by its own modules is no edge back: Python runs it first."""
+    graph = {m: sorted(d for d in codedeps.direct_imports(m, root)
+                       if not m.startswith(d + ".")) for m in modules(root)}
+    state: dict[str, str] = {}
+    found: list[str] = []
+
+    def visit(node: str, path: tuple[str, ...]) -> None:
+        if state.get(node) == "open":
+            found.append(" -> ".join((*path[path.index(node):], node)))
+            return
+        if state.get(node) == "done":
+            return
+        state[node] = "open"
+        for nxt in graph.get(node, []):
+            visit(nxt, (*path, node))
+        state[node] = "done"
+
+    for node in graph:
+        visit(node, ())
+    return found
+
+
+def test_no_import_cycle_among_modules():
+    assert import_cycles(ROOT) == []
+
+
+def test_an_import_cycle_is_caught(tmp_path):
+    """forest importing render's helpers while render's CLI imports forest: the cycle that
+    claims/table.py broke."""
+    root = _copy_package(tmp_path)
+    forest = root / codedeps.PACKAGE / "claims" / "forest.py"
+    forest.write_text(forest.read_text() + "\n\ndef _f():\n"
+                      "    from workflow_scripts.claims.render import estimate_text\n")
+    codedeps.direct_imports.cache_clear()
+    try:
+        found = import_cycles(root)
+    finally:
+        codedeps.direct_imports.cache_clear()
+    assert found == ["workflow_scripts.claims.render -> workflow_scripts.claims.forest -> "
+                     "workflow_scripts.claims.render"]

@@ -1,6 +1,6 @@
 """The forest plot of the decided claims (results/figures/claims.*), drawn from
-results/claims.parquet's claim rows (claims/render.py reads the table; this module decides
-and recomputes nothing).
+results/claims.parquet's claim rows (read with claims/table.py; this module decides and
+recomputes nothing).
 
 `forest_figure(table)` -> a matplotlib Figure: one horizontal strip per claim, each with its
 own x-range (claims mix NDCG differences, ratios, ladder accuracies, latency ratios and
@@ -23,15 +23,15 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from workflow_scripts.claims import VERDICTS  # noqa: E402
-from workflow_scripts.claims.render import (  # noqa: E402
+from workflow_scripts.claims.table import (  # noqa: E402
     ONSET_TESTS,
-    _num,
-    _text,
     caption,
     check,
     claims_of,
     method_text,
 )
+from workflow_scripts.claims.table import num as _num  # noqa: E402
+from workflow_scripts.claims.table import text as _text  # noqa: E402
 from workflow_scripts.core import contracts  # noqa: E402
 from workflow_scripts.core.notation import MISSING  # noqa: E402
 

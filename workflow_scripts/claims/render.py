@@ -24,35 +24,22 @@ import math
 import pandas as pd
 
 from workflow_scripts.claims import VERDICTS
+from workflow_scripts.claims.table import (
+    ONSET_TESTS,
+    check,
+    claims_of,
+    members_of,
+    method_text,
+)
+from workflow_scripts.claims.table import num as _num
+from workflow_scripts.claims.table import text as _text
 from workflow_scripts.core import contracts, notation
-
-REQUIRED = ("claim", "statement", "row", "member", "test", "threshold", "epsilon", "estimate",
-            "ci_low", "ci_high", "ci", "interval", "verdict")
-
 
 # ---------------------------------------------------------------------------------------
 # Small formatters (the report's notation: core/notation.py)
 # ---------------------------------------------------------------------------------------
-def _num(x) -> float:
-    """x as a float, NaN for None / missing / non-numeric."""
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _text(x) -> str:
-    """A string cell; missing values (None, NaN) are empty."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return ""
-    return str(x)
-
-
 fmt = notation.num  # every number as the report prints it (core/notation.py)
 interval = notation.interval  # '0.1234 [0.1000, 0.1500]'; the estimate alone without one
-
-
-ONSET_TESTS = ("after", "before", "no_decline")
 
 
 def estimate_text(rec: dict) -> str:
@@ -62,17 +49,6 @@ def estimate_text(rec: dict) -> str:
         return notation.onset_interval(rec.get("estimate"), rec.get("ci_low"),
                                        rec.get("ci_high"))
     return interval(rec["estimate"], rec["ci_low"], rec["ci_high"])
-
-
-def method_text(rec: dict) -> str:
-    """The interval that decided the row, '95% calibrated'; "–" where none did (the latency
-    coherence checks)."""
-    level, method = _num(rec.get("ci")), _text(rec.get("interval"))
-    if not method or (math.isnan(_num(rec.get("ci_low")))
-                      and math.isnan(_num(rec.get("ci_high")))):
-        return notation.MISSING
-    name = contracts.INTERVAL_NAMES.get(method, method)
-    return f"{contracts.ci_label(level)} {name}" if math.isfinite(level) else name
 
 
 md_table = notation.pipe_table  # a pipe table of already formatted cells
@@ -125,25 +101,6 @@ def notes(rec: dict) -> str:
 # ---------------------------------------------------------------------------------------
 # Table access
 # ---------------------------------------------------------------------------------------
-def check(table: pd.DataFrame) -> None:
-    missing = [c for c in REQUIRED if c not in table.columns]
-    if missing:
-        raise contracts.DataError(f"claims table lacks column(s) {', '.join(missing)}")
-    bad = set(table["row"]) - {"claim", "member"}
-    if bad:
-        raise contracts.DataError(f"claims table: unknown row kind(s) {sorted(map(str, bad))}")
-
-
-def claims_of(table: pd.DataFrame) -> list[dict]:
-    """The claim rows, in table order, as records."""
-    return table[table["row"] == "claim"].to_dict("records")
-
-
-def members_of(table: pd.DataFrame, claim_id: str) -> list[dict]:
-    """The member rows of one claim, in table order."""
-    return table[(table["row"] == "member") & (table["claim"] == claim_id)].to_dict("records")
-
-
 def verdict_counts(claims: list[dict]) -> str:
     """'9 claims: 4 supported, 2 refuted, 3 inconclusive' (verdicts with no claim left out)."""
     verdicts = [_text(c.get("verdict")) for c in claims]
@@ -151,15 +108,6 @@ def verdict_counts(claims: list[dict]) -> str:
     counts = [f"{verdicts.count(v)} {v}" for v in order if verdicts.count(v)]
     head = f"{len(claims)} claim{'s' * (len(claims) != 1)}"
     return f"{head}: {', '.join(counts)}" if counts else head
-
-
-def caption(claims: list[dict]) -> str:
-    """'95% calibrated' from the claims' CI levels and interval methods ('' if none)."""
-    levels = sorted({x for x in (_num(c.get("ci")) for c in claims) if math.isfinite(x)})
-    methods = sorted({_text(c.get("interval")) for c in claims} - {""})
-    level = " / ".join(contracts.ci_label(x) for x in levels)
-    method = " / ".join(contracts.INTERVAL_NAMES.get(m, m) for m in methods)
-    return " ".join(p for p in (level, method) if p)
 
 
 # ---------------------------------------------------------------------------------------
