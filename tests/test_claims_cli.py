@@ -6,6 +6,7 @@ table made by another config) not-applicable by name."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -20,10 +21,20 @@ from workflow_scripts.core import contracts
 
 
 def _partial_results(d):
-    """A results folder another config made: the workflow's claims.* and curve onset tables
-    for an arm no documented config has."""
+    """A results folder another config made: the workflow's claims.*, curve onset tables
+    for an arm no documented config has, and latency runs of depths 1, 2, 4 (no documented
+    config profiles depth 4)."""
     stats = d / "results" / "stats"
     stats.mkdir(parents=True)
+    latency = d / "results" / "latency"
+    latency.mkdir()
+    for r in range(3):
+        calls = pd.DataFrame({c: [0] * 3 for c in contracts.LATENCY_COLUMNS})
+        calls["run"], calls["depth"] = r, [1, 2, 4]
+        calls.to_parquet(latency / f"run{r}.parquet")
+    (latency / "coherence.json").write_text(json.dumps(
+        {"depths": [1, 2, 4], "coherent_runs": [0, 1, 2], "runs": [],
+         "canonical_ladder": {"depth": [1, 2, 4]}}))
     arm = dict(metric=["ndcg@10"], recipe=["other"], strategy=["top"], depth=[1],
                benchmark=["all"])
     onset = {c: [0.0] for c in contracts.CURVE_TABLES["curves_onset"]}
@@ -69,6 +80,9 @@ def test_docs_examples_run_as_written_on_a_partial_results_folder(tmp_path):
         assert (heads["verdict"] == "not-applicable").all()
         assert heads["note"].str.len().gt(0).all()  # each names what is missing
     onset = table[(table["row"] == "claim") & table["note"].str.contains("curves_onset")]
+    latency = table[(table["row"] == "member") & (table["study"] == "latency")]
+    assert len(latency) and latency["verdict"].eq("not-applicable").all()
+    assert latency["note"].str.contains("profiled depths 1, 2, 4, not ").all()
     if "paper.yaml" in " ".join(commands):  # its onset claim: the table lacks its rows
         assert onset["note"].str.contains("has no row for onset of b32_80k").all()
         assert len(onset) == 1
@@ -83,6 +97,9 @@ def test_another_configs_claims_leave_results_untouched(tmp_path, config):
     assert proc.returncode == 0, proc.stderr
     assert _tree(d / "results") == before
     assert "wrote claims-cli/claims.parquet and claims-cli/claims.md" in proc.stdout
+    table = pd.read_parquet(d / "claims-cli" / "claims.parquet")
+    heads = table[table["row"] == "claim"]
+    assert (heads["verdict"] == "not-applicable").all() and heads["note"].str.len().gt(0).all()
 
 
 def test_writing_into_results_is_refused_unless_told(tmp_path):

@@ -36,6 +36,8 @@ class Data:
     coherence: dict | None = None
     onsets: pd.DataFrame | None = None  # results/stats/curves_onset.parquet
     onset_dist: pd.DataFrame | None = None  # results/stats/curves_onset_dist.parquet
+    latency_depths: tuple[int, ...] = ()  # the config's latency ladder
+    latency_dir: Path | None = None  # where the latency runs were read
     missing: dict = field(default_factory=dict)
 
 
@@ -59,6 +61,8 @@ def load(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> Data:
             runs = [contracts.read_latency(f) for f in files[:-1]]
             data.latency_calls = pd.concat(runs, ignore_index=True)
             data.coherence = json.loads(files[-1].read_text(encoding="utf-8"))
+            data.latency_dir = files[-1].parent
+            data.latency_depths = tuple(int(a["depth"]) for a in grid.latency or ())
     if present["biencoder"]:
         df = load_evals([f for files in present["biencoder"] for f in files])
         metrics = {m.metric for c in claims for m in c.members if m.study == "biencoder"}
@@ -68,3 +72,16 @@ def load(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> Data:
         for key, grp in rows.groupby(["config", "method", "k"], sort=False):
             data.ladder[(key[0], key[1], int(key[2]))] = scores(grp)
     return data
+
+
+def missing_depths(data: Data, depths) -> MissingInput | None:
+    """The error of a latency member whose depths the folder's profiling runs lack (a
+    results folder of another config), else None."""
+    have = sorted(int(d) for d in data.coherence.get("depths") or
+                  data.coherence.get("canonical_ladder", {}).get("depth", []))
+    lack = [int(d) for d in depths if int(d) not in have]
+    if not have or not lack:  # a document without its depths: the fit says what is wrong
+        return None
+    return MissingInput(f"the latency runs in {data.latency_dir or 'latency/'} profiled depths "
+                        f"{', '.join(map(str, have))}, not "
+                        f"{', '.join(map(str, lack))} (a results folder of another config?)")

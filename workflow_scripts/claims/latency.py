@@ -21,7 +21,7 @@ import pandas as pd
 
 from workflow_scripts.biencoder.latency import coherence as coh
 from workflow_scripts.biencoder.latency import relative as rel
-from workflow_scripts.claims.data import Data
+from workflow_scripts.claims.data import Data, missing_depths
 from workflow_scripts.claims.spec import Member
 
 SHAPE_CHECKS = ("monotone", "linear", "constant_slope", "leave_one_out")
@@ -54,6 +54,9 @@ def precision_caveat(doc: dict, runs) -> str:
 def decide_latency(m: Member, data: Data, ci: float, nboot: int, seed: int) -> dict:
     """A latency member's estimate, interval and p-values, or its coherence verdict."""
     doc = data.coherence
+    wanted = data.latency_depths if m.estimate == "latency_coherent" else (m.a[0], m.b[0])
+    if (err := missing_depths(data, wanted)) is not None:
+        raise err
     row = {"interval": "bootstrap", "design": "coherent runs x rounds", "resample": "runs,rounds",
            "ci": ci, "caveats": "", "mb_ci_low": math.nan, "mb_ci_high": math.nan,
            "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
