@@ -7,6 +7,7 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 sys.path.insert(0, workflow.basedir)
+from workflow_scripts.core.configcheck import typed_overrides
 from workflow_scripts.study_config import check_config, job_environment
 from workflow_scripts.study_plan import StudyPlan
 
@@ -18,6 +19,8 @@ if not workflow.overwrite_configfiles:
     configfile: os.path.join(workflow.basedir, "config/config.yaml")
 
 
+# `--config key=[1, 2]` and `key={sub: 1}` hold strings as Snakemake reads them: typed first.
+typed_overrides(config, dict(workflow.config_settings.config))
 # One check, before any job: messages name the key; then the schemas' defaults are filled in.
 try:
     check_config(config)

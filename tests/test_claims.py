@@ -149,6 +149,7 @@ def test_bad_claims_stop_at_the_config_check_naming_id_and_key(change, message):
     with pytest.raises(ValueError, match=r"invalid configuration") as e:
         check_config(cfg)
     assert message in str(e.value)
+    assert "schema" not in str(e.value)  # past the schemas: the claim is named, not them
 
 
 def test_bad_claim_stops_snakemake_before_any_job(tmp_path):

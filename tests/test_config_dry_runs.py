@@ -82,6 +82,30 @@ def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, path, value, m
     assert not (tmp_path / "results").exists()
 
 
+def test_a_file_of_overrides_alone_says_the_default_was_replaced(tmp_path):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("depths: [1, 2]\n")
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(mine), check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "the config holds neither study (no `recipes:`" in out and "only depths" in out
+    assert "replaces the default config/config.yaml" in out
+    assert "--configfile config/config.yaml YOURS.yaml" in out
+    assert "is not valid under any of the given schemas" not in out
+
+
+def test_config_key_value_types_list_and_nested_values(tmp_path):
+    """Snakemake reads a --config list or mapping as strings; the workflow types them, so
+    config/README.md's `--config key=value` works for depths and stats.nboot too."""
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--config", "depths=[1,2]",
+                     "stats={nboot: 500, metric: ndcg@10}", check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    counts = job_counts(proc.stdout + proc.stderr)
+    default = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    assert len(default["depths"]) == 3 and counts["evaluate_trained"] > 0
+    assert "depth=3" not in proc.stdout and "top3" not in proc.stdout  # depths 1, 2 only
+
+
 def test_laptop_config_shares_the_paper_configs_data():
     """config/laptop.yaml (docs/laptop.md): MiniLM-L6 from its package, BEIR SciFact and
     NFCorpus by the paper config's URLs and md5s, the first MS MARCO triples."""

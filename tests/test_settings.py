@@ -125,3 +125,31 @@ def test_the_schemas_read_as_pyyamls_safe_loader_reads_them(name):
     """settings.schema parses with libyaml when PyYAML has it: the same documents."""
     text = settings.SCHEMA_FILES[name].read_text(encoding="utf-8")
     assert settings.schema(name) == yaml.safe_load(text)
+
+
+def test_config_key_value_strings_are_typed_where_the_overrides_put_them():
+    from workflow_scripts.core.configcheck import typed_overrides
+
+    config = {"depths": ["1", "2"], "stats": {"nboot": "500", "metric": "ndcg@10"},
+              "recipes": {"short": {"seeds": ["42"], "lr": "2e-5"}}, "ladder": {"seeds": "42"}}
+    typed_overrides(config, {"depths": ["1", "2"], "stats": {"nboot": "500"},
+                             "recipes": {"short": {"lr": "2e-5"}}})
+    assert config == {"depths": [1, 2], "stats": {"nboot": 500, "metric": "ndcg@10"},
+                      "recipes": {"short": {"seeds": ["42"], "lr": 2e-5}},  # files' untouched
+                      "ladder": {"seeds": "42"}}
+    names = {"benchmarks": ["nan", "scifact"]}
+    typed_overrides(names, {"benchmarks": ["nan", "scifact"]})
+    assert names == {"benchmarks": ["nan", "scifact"]}
+
+
+def test_a_config_of_overrides_alone_is_told_to_stack_on_the_default():
+    from workflow_scripts.study_config import check_config
+
+    with pytest.raises(ValueError) as e:
+        check_config({"depths": [1, 2]})
+    text = str(e.value)
+    assert "holds neither study (no `recipes:` for the bi-encoder study, no `ladder:`), only " \
+           "depths" in text
+    assert "replaces the default config/config.yaml" in text and "--configfile config/" \
+           "config.yaml YOURS.yaml" in text and "--config config/config.yaml YOURS.yaml" in text
+    assert "not valid under any of the given schemas" not in text

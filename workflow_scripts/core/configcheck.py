@@ -10,6 +10,7 @@ jsonschema and yaml only, so `snakemake -n` stays fast.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Iterable
 
 import jsonschema
@@ -41,8 +42,31 @@ def schema_errors(data: dict, name: str = "") -> list[str]:
     validator = jsonschema.Draft202012Validator(schema(name))
     errors = sorted(validator.iter_errors(data), key=lambda e: (-len(e.absolute_path), e.message))
     prefix = [name] if name else []
-    return [f"config key {_key([*prefix, *e.absolute_path]) or '(top level)'}: {e.message}"
+    msgs = [f"config key {_key([*prefix, *e.absolute_path]) or '(top level)'}: "
+            + (no_study_message(data) if not name and _is_no_study(e) else e.message)
             for e in errors]
+    if not name and any(not e.absolute_path and e.validator in TOP_LEVEL_GAPS for e in errors):
+        msgs.append(STACK_HINT)
+    return msgs
+
+
+# A top-level key or study missing: most often a file of overrides given alone.
+TOP_LEVEL_GAPS = ("anyOf", "required", "dependentRequired")
+STACK_HINT = ("a config file replaces the default config/config.yaml, it is not added to it: "
+              "to override a few keys, stack your file on the default, "
+              "`snakemake --configfile config/config.yaml YOURS.yaml` (the claims CLI: "
+              "`--config config/config.yaml YOURS.yaml`), or set single keys with "
+              "`--config key=value`")
+
+
+def _is_no_study(error) -> bool:
+    return not error.absolute_path and error.validator == "anyOf"
+
+
+def no_study_message(config: dict) -> str:
+    keys = ", ".join(map(str, config)) or "no key at all"
+    return (f"the config holds neither study (no `recipes:` for the bi-encoder study, no "
+            f"`ladder:`), only {keys}")
 
 
 def cross_errors(config: dict) -> list[str]:
@@ -131,6 +155,40 @@ def train_once_errors(config: dict) -> list[str]:
             if recipe.get("train_once") and PER_DEPTH_REFERENCE not in config["strategies"]]
 
 
+def typed_overrides(config: dict, overrides: dict) -> None:
+    """Give `--config key=value` values their types in `config`, in place. Snakemake types a
+    top-level value (int, float, True/False) but reads a list or mapping with YAML's base
+    loader, every item a string: `depths=[1,2]` would give ['1', '2'] and
+    `stats={nboot: 100}` nboot '100'. Each string that `overrides` (Snakemake's parsed
+    --config) holds inside such a value is typed as Snakemake types a top-level one, at
+    the same place in `config` (where the files' values were merged with it)."""
+
+    def scalar(x):
+        if not isinstance(x, str):
+            return x
+        for parse in (int, float):
+            try:
+                if math.isfinite(y := parse(x)):  # not 'nan' or 'inf', which may be names
+                    return y
+            except ValueError:
+                pass
+        return {"true": True, "false": False}.get(x.lower(), x)
+
+    def walk(here, given):
+        if isinstance(given, dict) and isinstance(here, dict):
+            for k, v in given.items():
+                if k in here:
+                    here[k] = walk(here[k], v)
+            return here
+        if isinstance(given, list) and given == here:  # lists are replaced, not merged
+            return [walk(h, g) for h, g in zip(here, given, strict=True)]
+        return scalar(here) if isinstance(given, str) and here == given else here
+
+    for key, value in overrides.items():
+        if isinstance(value, dict | list) and key in config:
+            config[key] = walk(config[key], value)
+
+
 def fill_defaults(data: dict, name: str = "") -> None:
     """Set every absent key that has a schema default, recursively (what Snakemake's
     validate(set_default=True) does)."""
@@ -168,6 +226,15 @@ def removed_keys(config: dict) -> list[str]:
     return out
 
 
+def error_text(msgs: list[str], schema_checked: bool) -> str:
+    """The config check's error: the schemas are named where they found the problems; a
+    problem found past them (a claim, a registry name) is said by itself."""
+    if schema_checked:
+        files = ", ".join(str(p.relative_to(p.parents[1])) for p in SCHEMA_FILES.values())
+        return f"invalid configuration (checked against {files}):\n  " + "\n  ".join(msgs)
+    return "invalid configuration:\n  " + "\n  ".join(msgs)
+
+
 def check_config(config: dict, wing_checks: Iterable[Callable[[dict], list[str]]] = ()) -> None:
     """Raise ValueError listing every problem; on success fill in the defaults.
     `wing_checks` are the studies' own checks of a schema-valid config (each returns its
@@ -175,12 +242,11 @@ def check_config(config: dict, wing_checks: Iterable[Callable[[dict], list[str]]
     msgs = removed_keys(config) or schema_errors(config)
     if not msgs and "ladder" in config:
         msgs = schema_errors(config["ladder"], "ladder")
-    if not msgs:
+    later = not msgs
+    if later:
         msgs = cross_errors(config) + [m for check in wing_checks for m in check(config)]
     if msgs:
-        files = ", ".join(str(p.relative_to(p.parents[1])) for p in SCHEMA_FILES.values())
-        raise ValueError(f"invalid configuration (checked against {files}):\n  "
-                         + "\n  ".join(msgs))
+        raise ValueError(error_text(msgs, schema_checked=not later))
     fill_defaults(config)
     if "ladder" in config:
         fill_defaults(config["ladder"], "ladder")
