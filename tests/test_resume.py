@@ -242,3 +242,51 @@ def test_loss_log_grid_divides_the_checkpoint_interval():
     assert run_mean_loss([{"step": 2, "loss": 1.0}, {"step": 3, "loss": 4.0}], 3) == 2.0
     with pytest.raises(ValueError, match="not at the last step 4"):
         run_mean_loss([{"step": 2, "loss": 1.0}], 4)
+
+
+# What the rerun says after a kill at each moment (tests/kill_train.py), and the checkpoint
+# it resumes from (None: from the start).
+KILL_MOMENTS = {
+    "step": ("resuming from", "checkpoint-4"),
+    "checkpoint": ("skipping", "checkpoint-4"),  # checkpoint-6 lacks trainer_state.json
+    "snapshot": ("removed", "checkpoint-4"),  # the step-5 snapshot's temporary folder
+    "final": ("is the last step's: saving the final model from it", "checkpoint-8"),
+    "removal-start": ("is the last step's: saving the final model from it", "checkpoint-8"),
+    "removal-midway": ("removed", None),  # the half-removed state, renamed: from the start
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("moment", list(KILL_MOMENTS))
+def test_killed_at_any_moment_the_rerun_finishes_the_same_model(top_reference, tiny_model,
+                                                                 data, moment, capsys):
+    """Issue #40: a training SIGKILLed at each moment of its run (a step, a checkpoint save,
+    a snapshot save, the final model save, the trainer state's removal) is finished by one
+    plain rerun with an uninterrupted run's model, bit for bit, and no *.tmp left. Before,
+    a kill after the last checkpoint made every rerun train one step past the last and fail
+    (`loss log ends at step 9, not at the last step 8`)."""
+    from workflow_scripts.biencoder.train import main
+
+    ref = top_reference[0]
+    out = data / f"kill-{moment}" / "seed5"
+    cmd = _train_cmd(tiny_model, data / "t.parquet", out)
+    killed = subprocess.run([sys.executable, str(ROOT / "tests/kill_train.py"), moment,
+                             *cmd[3:]], env=_env(), capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    if moment in ("snapshot", "final", "removal-midway"):  # what a kill leaves behind
+        assert list(out.parent.rglob("*.tmp")), moment
+
+    capsys.readouterr()
+    main(cmd[3:])  # the rerun, as Snakemake (or its retry) starts it
+    said = capsys.readouterr().out
+    line, resumed = KILL_MOMENTS[moment]
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert (summary["resumed_from"] or "").endswith(resumed or "") and (
+        bool(summary["resumed_from"]) == bool(resumed)), summary["resumed_from"]
+    assert not list(out.parent.rglob("*.tmp"))  # the killed writes' leftovers are gone
+    assert sorted(p.name for p in out.parent.iterdir()) == ["seed5"]  # the state too
+    _assert_same_loss(summary, json.loads((ref / "train_summary.json").read_text()))
+    _assert_same_weights(ref, out)
+    with capsys.disabled():
+        print(f"\n{moment}: rerun: {next(s for s in said.splitlines() if line in s)!r}; "
+              "identical to uninterrupted")

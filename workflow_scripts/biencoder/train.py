@@ -30,7 +30,7 @@ from pathlib import Path
 
 from workflow_scripts.biencoder import trainer_state
 from workflow_scripts.biencoder.trainer_state import last_checkpoint, missing_snapshots
-from workflow_scripts.core import contracts
+from workflow_scripts.core import contracts, provenance
 from workflow_scripts.core.runtime import set_threads
 from workflow_scripts.core.settings import Train, train_settings
 
@@ -71,12 +71,11 @@ def trainable_parameters(model) -> int:
 
 
 def versions(base_identity: dict) -> dict:
-    import sentence_transformers
-    import torch
-    import transformers
-
-    return {"sentence_transformers": sentence_transformers.__version__,
-            "transformers": transformers.__version__, "torch": torch.__version__,
+    """The code's version and the versions of the packages that shape the model."""
+    v = provenance.package_versions(provenance.TRAIN_PACKAGES)
+    return {"sentence_transformers": v["sentence-transformers"],
+            "transformers": v["transformers"], "torch": v["torch"],
+            "packages": v, "code": provenance.code_version("biencoder.train"),
             **({"base_package": base_identity["package"]} if "package" in base_identity
                else {})}
 
@@ -174,7 +173,10 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
 
     With checkpoint_every = K > 0 the trainer state is saved every K steps in `state_dir`
     (default: OUT_DIR.trainer, the last 2 kept); a rerun after a crash resumes from the
-    newest complete one, and the state is removed once the model is saved. Checkpointing
+    newest complete one, and the state is removed once the model is saved. A run killed at
+    any moment (a step, a checkpoint, a snapshot, the final save, the state's removal) is
+    finished by the next with the same model: a checkpoint of the last step is saved as the
+    model without training, and what the killed writes left (*.tmp) is removed. Checkpointing
     does not change the model. `eval_steps`: the learning curve's steps; each one before
     the last gets a snapshot of the weights in OUT_DIR/steps/stepN (written to the state
     folder during training, so a resumed run keeps those it made, and moved with the model;
@@ -214,9 +216,10 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
                    "train_data": trainer_state.data_identity(triples, len(df)),
                    "snapshot_steps": snaps}
     state_dir = Path(state_dir or f"{Path(out_dir)}.trainer")
+    stage_dir = state_dir / "snapshots"
+    trainer_state.remove_leftovers(out_dir, state_dir, [stage_dir / f"step{n}" for n in snaps])
     trainer_state.claim_state(state_dir, fingerprint)
     resume = last_checkpoint(state_dir) if every else None
-    stage_dir = state_dir / "snapshots"
     lost = missing_snapshots(stage_dir, snaps, resume)
     if lost:
         print(f"{resume} is past snapshot step(s) {', '.join(map(str, lost))} that "
@@ -256,7 +259,15 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
                    trainer_state.elapsed_callback(state_dir, seconds_so_far), *callbacks])
     if resume:
         print(f"resuming from {resume}", flush=True)
-    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    if resume and trainer_state.checkpoint_step(resume) >= steps:
+        # Killed after the last step's checkpoint (saving the model, or cleaning up): the
+        # training is done; its weights and log are the checkpoint's (a resumed trainer
+        # would take one step more).
+        print(f"{resume} is the last step's: saving the final model from it", flush=True)
+        trainer_state.load_finished(trainer, resume)
+    else:
+        with trainer_state.disk_full_errors(trainer, state_dir):
+            trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     history = [h for h in trainer.state.log_history if "loss" in h]
     summary = {
         "base": base, "strategy": strategy, "depth": depth, "seed": seed,
@@ -287,10 +298,18 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
         model.save(str(tmp), safe_serialization=True)
         (tmp / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         (tmp / "steps").mkdir()
-        for n in snaps:
-            os.replace(stage_dir / f"step{n}", tmp / "steps" / f"step{n}")
-    shutil.rmtree(state_dir, ignore_errors=True)
+        for n in snaps:  # hard links: the state keeps its snapshots until the model is in place
+            shutil.copytree(stage_dir / f"step{n}", tmp / "steps" / f"step{n}",
+                            copy_function=_link_or_copy)
+    contracts.remove_dir(state_dir)  # whole or gone, should a kill come midway
     return summary
+
+
+def _link_or_copy(src, dst) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another filesystem (--state-dir elsewhere)
+        shutil.copy2(src, dst)
 
 
 def main(argv=None) -> None:

@@ -10,6 +10,7 @@ trained up to it, so a resumed run's train_seconds covers the whole run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -96,6 +97,43 @@ def claim_state(state_dir: Path, fingerprint: dict) -> None:
         contracts.write_text(recorded, json.dumps(fingerprint, indent=2) + "\n")
 
 
+def remove_leftovers(out_dir, state_dir: Path, snapshot_dirs) -> None:
+    """Remove what killed atomic writes of this training left (core/files.py orphans): of
+    the model folder, the state folder's removal, its fingerprint and snapshots."""
+    from workflow_scripts.core import contracts
+
+    for target in (Path(out_dir), state_dir, state_dir / FINGERPRINT, *snapshot_dirs):
+        for p in contracts.remove_orphans(target):
+            print(f"removed {p}, left by a killed write", flush=True)
+
+
+def checkpoint_step(ckpt: Path) -> int:
+    return int(Path(ckpt).name.split("-")[1])
+
+
+def load_finished(trainer, ckpt: Path) -> None:
+    """Give `trainer` the weights and the state (its log history) of `ckpt`, a checkpoint
+    of the last step, as training up to it would have left them."""
+    from transformers import TrainerState
+
+    trainer._load_from_checkpoint(str(ckpt))
+    trainer.state = TrainerState.load_from_json(str(Path(ckpt) / "trainer_state.json"))
+
+
+@contextlib.contextmanager
+def disk_full_errors(trainer, state_dir: Path):
+    """A full disk while the trainer saves a checkpoint as core/files.py DiskFull, naming
+    the checkpoint (torch's writer says only "unexpected pos N vs M")."""
+    from workflow_scripts.core.files import disk_full_errors
+
+    try:
+        yield
+    except Exception:
+        ckpt = state_dir / f"checkpoint-{trainer.state.global_step}"
+        with disk_full_errors(ckpt if ckpt.exists() else state_dir):
+            raise
+
+
 def elapsed_callback(state_dir: Path, seconds_so_far):
     """A trainer callback writing, into each checkpoint it saves, the seconds trained up to
     it (seconds_so_far() at the save)."""
@@ -129,8 +167,7 @@ def last_checkpoint(state_dir) -> Path | None:
     state_dir = Path(state_dir)
     if not state_dir.is_dir():
         return None
-    found = sorted(state_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]),
-                   reverse=True)
+    found = sorted(state_dir.glob("checkpoint-*"), key=checkpoint_step, reverse=True)
     for ckpt in found:
         why = checkpoint_problem(ckpt)
         if not why:
@@ -147,7 +184,7 @@ def missing_snapshots(stage_dir: Path, steps: list[int], resume: Path | None) ->
     (removed by hand): such a resume cannot give them."""
     if resume is None:
         return []
-    done = int(resume.name.split("-")[1])
+    done = checkpoint_step(resume)
     return [n for n in steps if n <= done and checkpoint_problem(stage_dir / f"step{n}",
                                                                  state=False)]
 

@@ -6,14 +6,22 @@ standard library, numpy and pandas, so that cheap stages (stats, figures) stay c
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from workflow_scripts.core.files import (  # noqa: F401 (re-exported: the stages' names)
+    CorruptFile,
+    DataError,
+    DiskFull,
+    atomic_dir,
+    atomic_path,
+    read_parquet,
+    remove_dir,
+    remove_orphans,
+)
 
 if TYPE_CHECKING:  # pandas costs ~0.4 s to import; jobs that never write parquet skip it
     import pandas as pd
@@ -92,56 +100,10 @@ COMPUTE_TABLES = {
 USAGE_COLUMNS = ("rule", "jobs", "seconds_total", "seconds_max", "max_rss_mb", "cpu_seconds")
 
 
-class DataError(ValueError):
-    """Bad input data; the message names the file and, where known, the line."""
-
-
 # ---------------------------------------------------------------------------------------
-# Atomic writes: a reader (or a rerun after a crash) never sees a half-written file.
+# Atomic writes: a reader (or a rerun after a crash) never sees a half-written file
+# (core/files.py: the writes, their leftovers after a kill, a full disk named as such).
 # ---------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to `path`; rename it over `path` only on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp)
-    try:
-        yield tmp
-        if tmp.exists():  # mkstemp makes 0600 files; give the final file the usual mode
-            os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-@contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary directory next to `path`; swap it into place only on success."""
-    import shutil
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    try:
-        yield tmp
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_text(path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
@@ -301,7 +263,7 @@ def read_eval(path) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    df = pd.read_parquet(path)
+    df = read_parquet(path)
     check_columns(df, ("query_id", *METRICS, *RUN_KEYS), path)
     for col in METRICS:
         bad = np.flatnonzero(~np.isfinite(pd.to_numeric(df[col], errors="coerce").to_numpy(float)))
@@ -315,10 +277,9 @@ def read_eval(path) -> pd.DataFrame:
 def read_stats(stats_dir, name: str) -> pd.DataFrame:
     """One stats table, checked against its declared columns (an empty table may have none:
     e.g. no variance rows when every arm has one seed)."""
-    import pandas as pd
 
     path = Path(stats_dir) / f"{name}.parquet"
-    df = pd.read_parquet(path)
+    df = read_parquet(path)
     if len(df):
         check_columns(df, {**STATS_TABLES, **CURVE_TABLES, **COMPUTE_TABLES}[name], path)
     return df
@@ -326,9 +287,8 @@ def read_stats(stats_dir, name: str) -> pd.DataFrame:
 
 def read_usage(path) -> pd.DataFrame:
     """results/usage.parquet (core/usage.py), checked against USAGE_COLUMNS."""
-    import pandas as pd
 
-    df = pd.read_parquet(path)
+    df = read_parquet(path)
     check_columns(df, USAGE_COLUMNS, path)
     return df
 
@@ -385,8 +345,7 @@ def shows_reference(table: pd.DataFrame) -> bool:
 
 
 def read_latency(path) -> pd.DataFrame:
-    import pandas as pd
 
-    df = pd.read_parquet(path)
+    df = read_parquet(path)
     check_columns(df, LATENCY_COLUMNS, path)
     return df
