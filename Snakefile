@@ -7,10 +7,18 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 sys.path.insert(0, workflow.basedir)
+from workflow_scripts.core import runlock
 from workflow_scripts.core.configcheck import typed_overrides
 from workflow_scripts.study_config import check_config, job_environment
 from workflow_scripts.study_plan import StudyPlan
 
+# Snakemake locks the folder only once its DAG is built; a second run building its DAG
+# meanwhile reads the files the first's jobs replace. So one run per folder, refused here.
+if workflow.is_main_process:
+    try:
+        runlock.take(sys.argv)
+    except runlock.RunLocked as e:
+        raise WorkflowError(str(e)) from None
 # The embedded default, unless `--configfile` names the config(s) to run: those replace it
 # (Snakemake would otherwise merge mappings such as `recipes:` key by key into the default's).
 # Stack files to combine them: --configfile config/config.yaml mine.yaml

@@ -112,7 +112,7 @@ def test_beir_train_pairs_from_the_zip(server, tmp_path):
     card = out.with_suffix(".DATACARD.md").read_text()
     folder = tmp_path / "dl/scifact-train"
     for f in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv"):
-        assert f"| sha256 {f} | {_sha256((folder / f).read_bytes())} |" in card
+        assert f"| sha256 read {f} | {_sha256((folder / f).read_bytes())} |" in card
     assert md5(data) in card and url in card and "Split: **train**" in card
     assert "qrels/test.tsv" in card and "SciFact" in card
     with pytest.raises(download.DownloadError, match="checksum mismatch"):
@@ -133,14 +133,14 @@ def test_beir_sources_read_a_local_folder(server, tmp_path):
     card = b.with_suffix(".DATACARD.md").read_text()
     assert f"local folder `{local}`" in card
     digest = _sha256((local / "qrels/train.tsv").read_bytes())
-    assert f"| sha256 qrels/train.tsv | {digest} |" in card
+    assert f"| sha256 read qrels/train.tsv | {digest} |" in card
     # beir: copied, validated and carded like a download
     out = tmp_path / "data/beir/s"
     counts = prepare_data.prepare_beir("s", None, None, tmp_path / "dl", out, path=local)
     assert counts["test queries"] == 10 and counts["corpus documents"] == 60
     assert (out / "qrels/test.tsv").read_bytes() == (local / "qrels/test.tsv").read_bytes()
-    assert f"| sha256 corpus.jsonl | {_sha256((local / 'corpus.jsonl').read_bytes())} |" in (
-        out / "DATACARD.md").read_text()
+    carded = _sha256((local / "corpus.jsonl").read_bytes())
+    assert f"| sha256 read corpus.jsonl | {carded} |" in (out / "DATACARD.md").read_text()
     assert server.requests["/scifact.zip"] == 1  # the path reads made no request
 
 
@@ -199,7 +199,7 @@ def test_a_local_folders_files_are_inputs(tiny_model, tmp_path):
     cfg.write_text(yaml.safe_dump(config))
     target = "data/beir/tiny-a/DATACARD.md"
     snakemake(wd, "--configfile", str(cfg), "--cores", "1", target)
-    assert "| sha256 qrels/test.tsv |" in (wd / target).read_text()
+    assert "| sha256 read qrels/test.tsv |" in (wd / target).read_text()
     assert planned_jobs(snakemake(wd, "--configfile", str(cfg), "-n", target).stdout) == []
     with open(wd / "beir/loc/queries.jsonl", "a") as f:
         f.write('{"_id": "extra", "text": "a query nobody judged"}\n')

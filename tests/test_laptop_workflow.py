@@ -112,7 +112,7 @@ def test_laptop_study_runs_end_to_end_on_served_data(six_layer_model, tmp_path):
         # SciFact's training pairs: the train split, test queries kept out, each file's sha256
         card = (wd / "data/train/scifact-train.DATACARD.md").read_text()
         assert "Split: **train**" in card and datasets["scifact-train"]["url"] in card
-        assert "| pairs | 24 |" in card and "| sha256 qrels/train.tsv |" in card
+        assert "| pairs | 24 |" in card and "| sha256 read qrels/train.tsv |" in card
 
         # Nothing left to do, and no request for data already there
         before = sum(server.requests.values())

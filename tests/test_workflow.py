@@ -13,7 +13,7 @@ import yaml
 from conftest import job_counts, planned_jobs, snakemake, trained_models
 from tiny_study import TINY_BENCHMARKS, TINY_CLAIMS
 
-from workflow_scripts.core import contracts
+from workflow_scripts.core import contracts, provenance
 
 
 @pytest.mark.slow
@@ -40,6 +40,9 @@ def test_tiny_study_runs_end_to_end(tiny_run):
             assert (model / "model.safetensors").exists()
             summary = json.loads((model / "train_summary.json").read_text())
             assert summary["steps"] == {"r1": 2, "r4": 8}[recipe]
+            # what made it: the code's version and every package that shapes the numbers
+            assert len(summary["code"]["modules_sha256"]) == 64
+            assert summary["packages"]["numpy"]
             snapshots = sorted(p.name for p in (model / "steps").glob("step*"))
             assert snapshots == (["step2", "step4"] if recipe == "r4" else [])
     snaps = contracts.read_eval(wd / "results/eval/r4/top2/seed1/steps/tiny-a.parquet")
@@ -58,6 +61,9 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert len(df) == n_queries["tiny-b"] == 12
     assert set(df.columns) >= {"query_id", *contracts.METRICS, *contracts.RUN_KEYS}
     assert df["recipe"].eq("r4").all() and df["seed"].eq(2).all()
+    made = df.attrs["provenance"]
+    assert made["code"] == provenance.code_version("biencoder.evaluate")
+    assert made["trained_with"]["packages"]["tokenizers"] and made["packages"]["pyarrow"]
     base = contracts.read_eval(wd / "results/eval/base/top1/tiny-a.parquet")
     assert base["seed"].eq(-1).all() and len(base) == n_queries["tiny-a"]
     ci = pd.read_parquet(wd / "results/stats/ci.parquet")

@@ -30,6 +30,7 @@ import pandas as pd
 
 from workflow_scripts.biencoder.retrieval import doc_texts, evaluate_embeddings
 from workflow_scripts.core import contracts
+from workflow_scripts.core import provenance as code_provenance
 from workflow_scripts.core.settings import Evaluate
 
 
@@ -154,12 +155,16 @@ def provenance(a, folder=None) -> dict:
     for a trained model what its train_summary.json records made it (settings, seed, base,
     steps, training data). Stored in the parquet file (pandas attrs)."""
     prov = {"evaluate": json.loads(Evaluate.from_json(a.settings_json).to_json()),
-            "model": str(a.model or a.snapshots or a.base)}
+            "model": str(a.model or a.snapshots or a.base),
+            # No time in it: two runs of the same code and config write the same file.
+            "code": code_provenance.code_version("biencoder.evaluate"),
+            "packages": code_provenance.package_versions(
+                code_provenance.EVALUATE_PACKAGES)}
     summary = Path(folder or a.model or "") / "train_summary.json"
     if (folder or a.model) and summary.exists():
         made = json.loads(summary.read_text(encoding="utf-8"))
         prov["trained_with"] = {k: made.get(k) for k in ("settings", "seed", "base", "steps",
-                                                          "train_data")}
+                                                          "train_data", "code", "packages")}
     return prov
 
 

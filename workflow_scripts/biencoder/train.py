@@ -40,9 +40,7 @@ PAIR_COLUMNS = ("query", "positive")  # no negative column: in-batch negatives o
 
 def load_triples(path):
     """The training rows: triples, or pairs where the file has no `negative` column."""
-    import pandas as pd
-
-    df = pd.read_parquet(path)
+    df = contracts.read_parquet(path)
     cols = list(TRIPLE_COLUMNS if "negative" in df.columns else PAIR_COLUMNS)
     contracts.check_columns(df, cols, path)
     empty = df[cols].isna().any(axis=1) | (

@@ -177,7 +177,7 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     if not a.figure and not a.markdown:
         ap.error("nothing to do: give --figure and/or --markdown")
-    table = pd.read_parquet(a.table)
+    table = contracts.read_parquet(a.table)
     written = []
     if a.markdown:
         contracts.write_text(a.markdown, markdown(table))

@@ -18,6 +18,7 @@ from workflow_scripts.core.files import (  # noqa: F401 (re-exported: the stages
     DiskFull,
     atomic_dir,
     atomic_path,
+    parquet_errors,
     read_parquet,
     remove_dir,
     remove_orphans,

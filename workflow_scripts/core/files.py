@@ -155,16 +155,25 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
                 shutil.rmtree(tmp)
 
 
-def read_parquet(path, **kw):
-    """pandas.read_parquet, a file that does not parse as parquet (truncated by a crash or
-    a full disk, or overwritten) raising CorruptFile naming it and the remedy."""
-    import pandas as pd
+@contextlib.contextmanager
+def parquet_errors(path) -> Iterator[None]:
+    """A file read inside the block that does not parse as parquet (truncated by a crash or
+    a full disk, or overwritten) raises CorruptFile naming it and the remedy; a missing or
+    unreadable file passes unchanged."""
     import pyarrow as pa
 
     try:
-        return pd.read_parquet(path, **kw)
+        yield
     except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as e:
-        if isinstance(e, FileNotFoundError | PermissionError | IsADirectoryError):
+        if isinstance(e, FileNotFoundError | PermissionError | IsADirectoryError | DiskFull):
             raise
         raise CorruptFile(f"{path}: corrupt or truncated parquet file ({str(e)[:120]}): "
                           "delete it and rerun (the job that makes it runs again)") from e
+
+
+def read_parquet(path, **kw):
+    """pandas.read_parquet, with parquet_errors' message for a corrupt file."""
+    import pandas as pd
+
+    with parquet_errors(path):
+        return pd.read_parquet(path, **kw)

@@ -21,6 +21,7 @@ from workflow_scripts.core.contracts import (
     WHY_THEY_DIFFER,
     ci_level,
     interval_name,
+    read_parquet,
     shows_reference,
     write_figure,
     write_text,
@@ -173,12 +174,12 @@ def main(argv=None) -> None:
         s.add_argument(f"--{name}", required=True)
     a = p.parse_args(argv)
     if a.cmd == "figure":
-        figure(pd.read_parquet(a.table), a.out)
+        figure(read_parquet(a.table), a.out)
     else:
         with open(a.identity, encoding="utf-8") as fh:
             identity = json.load(fh)
-        write_text(a.out, summary(pd.read_parquet(a.table), pd.read_parquet(a.comparisons),
-                                  pd.read_parquet(a.crosscheck), identity))
+        write_text(a.out, summary(read_parquet(a.table), read_parquet(a.comparisons),
+                                  read_parquet(a.crosscheck), identity))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workflow_scripts.core.contracts import DataError, atomic_path
+from workflow_scripts.core.contracts import DataError, atomic_path, parquet_errors
 
 COLUMNS = ("example_id", "label", "pred", "correct", "config", "method", "k", "seed", "kind")
 META_KEY = b"depthlab.ladder"
@@ -39,7 +39,8 @@ def write_run(path, *, labels, preds, keys: dict, meta: dict) -> None:
 
 def read_run(path):
     """(DataFrame of the rows, dict of the metadata)."""
-    table = pq.read_table(path)
+    with parquet_errors(path):
+        table = pq.read_table(path)
     meta = (table.schema.metadata or {}).get(META_KEY)
     missing = [c for c in COLUMNS if c not in table.column_names]
     if meta is None or missing:

@@ -257,8 +257,10 @@ def package_versions(packages) -> dict[str, str]:
     return {p: importlib.metadata.version(DIST_NAME.get(p, p)) for p in packages}
 
 
-def data_card(kind: str, packages, counts: dict, params: dict, kept: str = "first") -> str:
-    """`kept`: which tokens of a long text the encoder sees (encoder_view.tokenizer)."""
+def data_card(kind: str, packages, counts: dict, params: dict, kept: str = "first",
+              files=None) -> str:
+    """`kept`: which tokens of a long text the encoder sees (encoder_view.tokenizer);
+    `files`: {name: sha256} of the files written (an edit after leaves a trace)."""
     lines = [f"# Data card: {kind}", "",
              "Generated on this machine from the docstrings of installed packages",
              "(query = an object's one-line summary, document = the rest of its docstring,",
@@ -271,6 +273,9 @@ def data_card(kind: str, packages, counts: dict, params: dict, kept: str = "firs
     lines += [f"| {p} | {v} |" for p, v in package_versions(packages).items()]
     lines += ["", "| count | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in counts.items()]
+    if files:
+        lines += ["", "| file | sha256 |", "|---|---|"]
+        lines += [f"| {f} | {h} |" for f, h in files.items()]
     lines += ["", f"Python {sys.version.split()[0]}. Parameters: "
               + ", ".join(f"{k}={v}" for k, v in sorted(params.items())), ""]
     return "\n".join(lines)
@@ -329,13 +334,17 @@ def main(argv=None) -> None:
         counts = {**dropped, "usable pairs": len(pairs), "queries (test)": len(queries),
                   "corpus documents": len(corpus)}
         card = Path(args.out) / "DATACARD.md"
+        files = {f: Path(args.out) / f for f in ("corpus.jsonl", "queries.jsonl",
+                                                 "qrels/test.tsv")}
     else:
         df = build_triples(pairs, max_triples=s.max_triples, seed=s.seed)
         contracts.write_parquet(args.out, df)
         counts = {**dropped, "usable pairs": len(pairs), "triples": len(df)}
         card = Path(args.out).with_suffix(".DATACARD.md")
+        files = {Path(args.out).name: Path(args.out)}
+    sha = {f: hashlib.sha256(p.read_bytes()).hexdigest() for f, p in files.items()}
     contracts.write_text(card, data_card(args.kind, s.packages, counts, params,
-                                         kept=view.kept))
+                                         kept=view.kept, files=sha))
     print(f"{args.out}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 

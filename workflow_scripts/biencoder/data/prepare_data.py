@@ -69,6 +69,8 @@ def prepare_beir(name: str, url: str | None, md5: str | None, download_dir, out_
             print(f"warning: {name}: {n} {what}", file=sys.stderr)
     counts = {"corpus documents": len(corpus), "test queries": len(queries),
               "judgments": sum(len(v) for v in qrels.values()), **empty}
+    # The files as evaluated: an edit after this leaves a trace (a checksum that differs).
+    checks.update(_sha256s(out_dir, [Path(out_dir) / f for f in BEIR_FILES], "written"))
     contracts.write_text(Path(out_dir) / "DATACARD.md", _card(name, origin, checks, counts))
     return counts
 
@@ -104,8 +106,10 @@ def _local_origin(path, files) -> tuple[str, dict]:
     return f"Read from the local folder `{path}`.", _sha256s(path, files)
 
 
-def _sha256s(folder, files) -> dict:
-    return {f"sha256 {Path(f).relative_to(folder).as_posix()}":
+def _sha256s(folder, files, what="read") -> dict:
+    """{"sha256 <what> <file>": its sha256}: `what` tells the files read from the files
+    written (a local folder's are both, by the same names)."""
+    return {f"sha256 {what} {Path(f).relative_to(folder).as_posix()}":
             download.file_digests(f, ["sha256"])["sha256"] for f in files}
 
 

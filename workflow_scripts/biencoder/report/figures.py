@@ -59,7 +59,7 @@ def main(argv=None) -> None:
     if a.name == "pareto":
         if not a.latency:
             ap.error("pareto needs --latency")
-        fig = pareto(stats, pd.read_parquet(a.latency), order)
+        fig = pareto(stats, contracts.read_parquet(a.latency), order)
     elif a.name == "per_benchmark_degradation":
         fig = per_benchmark_degradation(stats, a.pair, order)
     else:

@@ -209,8 +209,8 @@ def build(stats_dir, latency_summary=None, latency_ladder=None, latency_coherenc
                                       ("curves", "curves_change", "curves_onset"))))
     if latency_summary:
         fit = read_fit(latency_coherence) if latency_coherence else None
-        parts.append(latency_section(pd.read_parquet(latency_summary),
-                                     pd.read_parquet(latency_ladder), fit))
+        parts.append(latency_section(contracts.read_parquet(latency_summary),
+                                     contracts.read_parquet(latency_ladder), fit))
     for extra in extras:
         parts.append(Path(extra).read_text(encoding="utf-8"))
     if usage:
