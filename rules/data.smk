@@ -18,7 +18,6 @@ rule docstring_benchmark:
     localrule: True
     conda:
         CONDA_ENV
-    threads: 1
     resources:
         mem_mb=2000,
     params:
@@ -47,7 +46,6 @@ rule docstring_triples:
     localrule: True
     conda:
         CONDA_ENV
-    threads: 1
     resources:
         mem_mb=2000,
     params:

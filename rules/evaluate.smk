@@ -9,7 +9,8 @@
 #   and its final model, the curve's last point, in one job (one import, the benchmark
 #   tokenized once): a file with a `step` column and the final model's own file.
 # params.source names the model and params.depths its depth(s); params.out derives from the
-# outputs (so it is no rerun trigger).
+# outputs (so it is no rerun trigger). A `use rule … with:` names only the params it changes
+# (Snakemake merges them by name).
 
 TRAINED = f"{paths.MODEL_DIR}/model.safetensors"
 ONE_PASS_MODEL = paths.MODEL_DIR.replace("{depth}", str(PLAN.max_depth))
@@ -35,7 +36,6 @@ rule evaluate_trained:
         strategy=PER_DEPTH,
     conda:
         CONDA_ENV
-    threads: 1
     resources:
         mem_mb=3000,
         runtime=60,
@@ -72,9 +72,6 @@ use rule evaluate_trained as evaluate_train_once with:
     params:
         source=lambda wc, input: f"--model {os.path.dirname(input.model)}",
         depths=ALL_DEPTHS,
-        recipe=lambda wc: wc.recipe,
-        seed=lambda wc: wc.seed,
-        settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
         out=lambda wc, output: spaced(output),
 
 
@@ -93,7 +90,6 @@ use rule evaluate_trained as evaluate_base with:
         depths=lambda wc: f"--depth {wc.depth}",
         recipe="base",
         seed=-1,
-        settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
         out=lambda wc, output: output[0],
 
 
@@ -105,11 +101,7 @@ use rule evaluate_base as evaluate_base_one_pass with:
     wildcard_constraints:
         strategy=PER_DEPTH_REFERENCE,
     params:
-        source=f"--base {shlex.quote(str(config['base_model']))}",
         depths=ALL_DEPTHS,
-        recipe="base",
-        seed=-1,
-        settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
         out=lambda wc, output: spaced(output),
 
 
@@ -134,10 +126,6 @@ use rule evaluate_trained as evaluate_steps with:
         gpu=1,
     params:
         source=snapshots_source,
-        depths=lambda wc: f"--depth {wc.depth}",
-        recipe=lambda wc: wc.recipe,
-        seed=lambda wc: wc.seed,
-        settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
         out=lambda wc, output: output.steps,
 
 
@@ -157,9 +145,5 @@ use rule evaluate_steps as evaluate_steps_train_once with:
         recipe=CURVE_RECIPES,
         strategy=ONE_PASS,
     params:
-        source=snapshots_source,
         depths=ALL_DEPTHS,
-        recipe=lambda wc: wc.recipe,
-        seed=lambda wc: wc.seed,
-        settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
         out=lambda wc, output: spaced(output.steps),

@@ -37,7 +37,6 @@ rule ladder_download_cifar10:
     localrule: True
     conda:
         CONDA_ENV
-    threads: 1
     resources:
         mem_mb=1000,
     params:
@@ -60,7 +59,6 @@ rule ladder_prepare:
         f"logs/ladder_prepare/{LADDER_DATASET}.log",
     conda:
         CONDA_ENV
-    threads: 1
     resources:
         mem_mb=LADDER_RES["data_mb"],
     params:
@@ -88,7 +86,6 @@ rule ladder_train:
         method=regex(LADDER["methods"]),
     conda:
         CONDA_ENV
-    threads: 1
     resources:
         mem_mb=LADDER_RES["train_mb"],
         runtime=LADDER_RES["run_min"],
@@ -117,9 +114,6 @@ use rule ladder_train as ladder_standalone with:
         kind=regex(KINDS),
     params:
         run=lambda wc: f"standalone --kind {wc.kind}",
-        d=lambda wc: PLAN.ladder_archs[wc.arch]["d"],
-        L=lambda wc: PLAN.ladder_archs[wc.arch]["L"],
-        settings=settings_json("LadderTrain"),
 
 
 rule ladder_identity:
@@ -133,7 +127,6 @@ rule ladder_identity:
         "logs/ladder_identity.log",
     conda:
         CONDA_ENV
-    threads: 1
     resources:
         mem_mb=LADDER_RES["data_mb"],
         runtime=30,

@@ -23,7 +23,6 @@ rule train:
     priority: 1
     conda:
         CONDA_ENV
-    threads: 1
     resources:
         mem_mb=4000,
         runtime=120,

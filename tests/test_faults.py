@@ -4,11 +4,13 @@ folder; and the provenance that tells what made an artifact."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,15 +28,17 @@ def data(tmp_path_factory):
 
 
 @pytest.fixture
-def small_disk(tmp_path):
+def small_disk():
     """A 6 MiB tmpfs: the tiny model's weights (4 MiB) fit, its optimizer state does not."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root (CI runs as root)")
-    mnt = tmp_path / "small"
-    mnt.mkdir()
+    # Outside pytest's tmp_path, whose clean-up would meet the mount point.
+    mnt = Path(tempfile.mkdtemp(prefix="depthlab-small-disk-"))
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mnt)], check=True)
     yield mnt
     subprocess.run(["umount", "--lazy", str(mnt)], check=True)  # a writer may hold a file
+    with contextlib.suppress(OSError):
+        mnt.rmdir()
 
 
 @pytest.mark.slow
