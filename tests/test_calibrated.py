@@ -13,7 +13,7 @@ from scipy import stats
 
 from workflow_scripts.stats import calibrated as cal
 from workflow_scripts.stats import multibootstrap as mb
-from workflow_scripts.stats import seed_planning
+from workflow_scripts.stats import seed_planning, tail_calibration
 
 # A [3 seeds, 4 examples] matrix small enough to check by hand.
 X = np.array([[0.2, 0.5, 0.9, 0.4],
@@ -43,12 +43,13 @@ Y = np.array([[0.2, 0.5, 0.9, 0.4, 0.6],
 def test_variance_df_and_interval_by_hand():
     """V = (MS_seed + MS_example - MS_residual) / (S Q) (MS_seed is above the floor here);
     df = the seed term's 2 df divided by the share of V its charge MS_seed - kappa
-    MS_residual carries, at most Q - 1; the interval
-    is mean +- t_df(0.975) sqrt(V), a p-value the t tail beyond (mean - threshold)/sqrt(V).
-    The numbers were worked by hand."""
+    MS_residual carries, at most Q - 1; the interval is mean +- t_df(1 - l) sqrt(V) and a
+    p-value the t tail beyond (mean - threshold)/sqrt(V), both through the tail calibration
+    (l = its level for 2.5%: 0.0228 and 0.0225 here, tests/test_tail_calibration.py). The
+    mean squares, V and df were worked by hand."""
     expected = {  # MS_seed, MS_example, MS_residual, V, df, ci_low, ci_high
-        "X": (0.0308333, 0.2341667, 0.0175, 0.020625, 3.0, 0.034623, 0.948711),
-        "Y": (0.1646667, 0.1426667, 0.0021667, 0.0203444, 3.711361, 0.138204, 0.955129)}
+        "X": (0.0308333, 0.2341667, 0.0175, 0.020625, 3.0, 0.016936, 0.966397),
+        "Y": (0.1646667, 0.1426667, 0.0021667, 0.0203444, 3.711361, 0.122066, 0.971267)}
     for name, x in (("X", X), ("Y", Y)):
         (n_s, n_e), (ms_s, ms_e, ms_r) = x.shape, mean_squares(x)
         r = cal.mean_interval(x)
@@ -59,10 +60,12 @@ def test_variance_df_and_interval_by_hand():
         charge = ms_s - cal.RESIDUAL_MARGIN * ms_r
         df = min((n_s - 1) * var / (charge / (n_s * n_e)), n_e - 1)
         assert r.df == pytest.approx(df, rel=1e-12)
-        half = stats.t.ppf(0.975, df) * math.sqrt(var)
+        red = cal.reduced(r.terms)
+        half = stats.t.ppf(1 - tail_calibration.calibrated_level(0.025, red), df) * math.sqrt(var)
         assert (r.ci_low, r.ci_high) == pytest.approx((x.mean() - half, x.mean() + half))
         p = cal.compare(np.zeros_like(x), x, threshold=0.4).p_value
-        assert p == pytest.approx(stats.t.sf((x.mean() - 0.4) / math.sqrt(var), df))
+        plain = stats.t.sf((x.mean() - 0.4) / math.sqrt(var), df)
+        assert p == pytest.approx(tail_calibration.calibrated_p(plain, red)) and p >= plain
         assert (ms_s, ms_e, ms_r, var, r.df, r.ci_low, r.ci_high) == pytest.approx(
             expected[name], abs=1e-6), name
     # X: 4 examples cap the seed rule's df at 3; Y: the seed charge carries 54% of V, so
@@ -171,7 +174,8 @@ def test_p_values_tost_and_interval_agree():
         assert (r.p_value < 0.05) == outside
         g = cal.compare(a, b, alternative="greater").p_value
         less = cal.compare(a, b, alternative="less").p_value
-        assert g + less == pytest.approx(1.0) and r.p_value == pytest.approx(2 * min(g, less))
+        # the tail calibration raises the smaller side only; the larger is the plain t's
+        assert g + less >= 1.0 - 1e-12 and r.p_value == pytest.approx(min(1, 2 * min(g, less)))
         eq = cal.equivalence(a, b, epsilon=0.05, alpha=0.05)
         inside = eq.ci_low > -0.05 and eq.ci_high < 0.05  # the 90% interval
         assert eq.equivalent == inside and eq.ci == pytest.approx(0.9)

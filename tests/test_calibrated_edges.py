@@ -43,8 +43,9 @@ def test_identical_seed_means_keep_a_sane_interval():
 def test_binary_outcomes_without_seed_effect():
     """The issue's regime (paired, 3 seeds, 300 examples, p ~ Beta(0.6, 1.4), +0.15 logit):
     no df below 2, no width beyond 6x the median, coverage within [93, 97]% over 1,500
-    trials (binomial se 0.56 points) and a median width <= 1.75x the known-variance
-    interval's (the previous rule: 1.87x; this one: 1.65x over 5,000 trials)."""
+    trials (binomial se 0.56 points) and a median width <= 1.8x the known-variance
+    interval's (the previous rule: 1.87x; this one: 1.65x over 5,000 trials, 1.77x here
+    with the tail calibration, the price of small p-values valid at 3 seeds)."""
     truth = 0.0213  # E[expit(l + 0.15) - expit(l)], l = logit Beta(0.6, 1.4): 2e6 draws
     rng = np.random.default_rng(2026)
     est, half, dfs = [], [], []
@@ -60,7 +61,7 @@ def test_binary_outcomes_without_seed_effect():
     cover = np.mean(np.abs(est - truth) <= half)
     assert 0.93 <= cover <= 0.97, cover
     known = 1.959964 * est.std()
-    assert np.median(half) <= 1.75 * known, np.median(half) / known
+    assert np.median(half) <= 1.8 * known, np.median(half) / known
 
 
 def test_seed_dominated_interval_is_the_students_t_of_the_seeds():

@@ -194,7 +194,7 @@ def test_equivalence_of_every_pair(delta, expected):
     assert table["n_members"].iloc[0] == 3
 
 
-@pytest.mark.parametrize(("other", "expected"), [(0.25, "supported"), (0.35, "refuted"),
+@pytest.mark.parametrize(("other", "expected"), [(0.25, "supported"), (0.40, "refuted"),
                                                  (0.30, "inconclusive")])
 def test_best_in_a_set(other, expected):
     rng = np.random.default_rng(2)

@@ -13,8 +13,8 @@ from workflow_scripts.claims import __main__ as cli
 from workflow_scripts.claims import layout, spec
 
 BASE = {1: 0.30, 2: 0.40, 3: 0.50, 6: 0.62}  # untrained truncated model, NDCG@10
-TOP = {1: 0.40, 2: 0.48, 3: 0.55, 6: 0.59}  # trained: helps L1-L3, hurts the full model
-ADAPTIVE_DROP = 0.03  # training once: 0.03 below per-depth training at every depth
+TOP = {1: 0.40, 2: 0.48, 3: 0.55, 6: 0.56}  # trained: helps L1-L3, hurts the full model
+ADAPTIVE_DROP = 0.08  # training once: 0.08 below per-depth training at every depth
 
 
 def test_laptop_claims_on_synthetic_per_query_files(tmp_path):
@@ -52,7 +52,7 @@ def test_laptop_claims_on_synthetic_per_query_files(tmp_path):
         "shallow-matches-shipped": "refuted",
         "training-helps": "refuted",  # not at L6
         "per-depth-beats-train-once": "supported",
-        "train-once-matches-per-depth": "refuted",  # 0.03 apart, epsilon 0.01
+        "train-once-matches-per-depth": "refuted",  # 0.08 apart, epsilon 0.01
         "latency-l3-half": "supported",
     }
     # The base is one deterministic model: its comparisons are single-baseline

@@ -62,7 +62,10 @@ def test_planted_training_effect_is_detected_with_its_interval(tables):
     tb = c[(c.kind == "trained_vs_base") & (c.benchmark == "all") & (c["resample"] != "seeds")]
     assert len(tb) == 2 * 3 * 2  # recipes x depths x (joint, examples-only)
     assert (tb.design == "single-baseline").all()
-    assert (tb.ci_low > 0.08).all() and (tb.p_value <= 1 / 300 + 1e-12).all()
+    # at 3 seeds the tail calibration keeps p near 1e-3 or above however large the effect,
+    # since 3 seed means agree by chance (stats/tail_calibration.py); examples only: tiny
+    assert (tb.ci_low > 0.08).all() and (tb.p_value <= 0.01).all()
+    assert (tb[tb["resample"] == "examples"].p_value <= 1e-12).all()
     rec = c[(c.kind == "recipe") & (c.benchmark == "all")]
     assert set(rec.design) == {"paired"} and set(rec["resample"]) == {
         "seeds,examples", "seeds", "examples"}

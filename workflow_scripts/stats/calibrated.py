@@ -69,6 +69,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from workflow_scripts.stats import tail_calibration
 from workflow_scripts.stats.bootstrap_engine import Arm
 from workflow_scripts.stats.bootstrap_inputs import (
     ALTERNATIVES,
@@ -83,8 +84,9 @@ from workflow_scripts.stats.bootstrap_inputs import (
 )
 
 METHOD = "calibrated"
-__all__ = ["METHOD", "CalibratedEquivalence", "CalibratedResult", "Term", "calibrated_df",
-           "compare", "equivalence", "mean_interval", "residual_ms", "satterthwaite",
+__all__ = ["METHOD", "PLAIN_FROM_SEED_DF", "CalibratedEquivalence", "CalibratedResult", "Term",
+           "calibrated_df", "compare", "equivalence", "half_width", "mean_interval", "reduced",
+           "residual_ms", "satterthwaite",
            "sum_terms", "t_half_width", "total_variance", "variance_components",
            "variance_terms", "welch"]
 
@@ -278,21 +280,53 @@ def calibrated_df(terms: Sequence[Term]) -> float:
     return min([max(df, df_seed), *(t.df for t in examples)])
 
 
+PLAIN_FROM_SEED_DF = 19  # from 20 seeds the plug-in t holds at every level by quadrature
+# (worst P(p <= a) / a at a = 4.27e-5: 1.81 at 10 seeds, 1.03 at 15, 1.00 at 20)
+
+
+def reduced(terms: Sequence[Term]) -> tail_calibration.Reduced | None:
+    """What the tail calibration needs (tail_calibration.py), where it applies: one seed term
+    (paired, single-baseline, a mean) of fewer than 20 seeds with the examples resampled too;
+    else None (the plain t)."""
+    seeds = [t for t in terms if t.part == "seeds"]
+    examples = _example_terms(terms)
+    if (len(seeds) != 1 or not examples or seeds[0].arm == ""
+            or seeds[0].df >= PLAIN_FROM_SEED_DF):
+        return None
+    (m, r, k), = _seed_arms(terms)
+    x, f = sum_terms(examples)
+    if not (r > 0 and x > 0):
+        return None
+    rules = (RESIDUAL_MARGIN, SEED_FLOOR, TWO_SEED_MARGIN, TWO_SEED_FLOOR, *TWO_SEED_SHARES)
+    return tail_calibration.Reduced(float(k), float(f), float(min(t.df for t in examples)),
+                                    (x - r) / r, rules)
+
+
+def half_width(terms: Sequence[Term], ci: float) -> float:
+    """The interval's half-width from its terms: the calibrated test inverted, t's quantile
+    at the plug-in level whose calibrated p is the interval's one-sided level
+    (tail_calibration.py); the plain t half-width where the calibration does not apply."""
+    level = tail_calibration.calibrated_level((1 - float(ci)) / 2, reduced(terms))
+    return t_half_width(total_variance(terms), calibrated_df(terms), 1 - 2 * level)
+
+
 def t_half_width(var: float, df: float, ci: float) -> float:
     # special.stdtrit / stdtr are t's quantile and cdf without scipy.stats' per-call overhead
     return float(special.stdtrit(df, (1 + ci) / 2)) * math.sqrt(var) if var > 0 else 0.0
 
 
 def _p_value(estimate: float, var: float, df: float, threshold: float,
-             alternative: str) -> float:
+             alternative: str, red: tail_calibration.Reduced | None = None) -> float:
     """p-value of H0: delta <= threshold ("greater"), >= ("less"), or two-sided (2 * the
-    smaller one-sided), from t_df. With no variance at all, 0 or 1."""
+    smaller one-sided), from t_df, each side calibrated in its tail where `red` says how
+    (tail_calibration.py). With no variance at all, 0 or 1."""
     x = estimate - threshold
     if not var > 0:
         greater, less = float(x <= 0), float(x >= 0)
     else:
         tx = x / math.sqrt(var)
-        greater, less = float(special.stdtr(df, -tx)), float(special.stdtr(df, tx))
+        greater, less = (tail_calibration.calibrated_p(float(special.stdtr(df, s * tx)), red)
+                         for s in (-1, 1))
     return {"greater": greater, "less": less, "two-sided": min(1.0, 2 * min(greater, less))
             }[alternative]
 
@@ -317,10 +351,11 @@ def _fit(arms, keys, design, ci, resample, borrowed: Sequence[Term] = ()) -> dic
                                                              or resample == AXES)]
     terms = tuple(variance_terms(arms, resample)) + tuple(extra)
     var, df = total_variance(terms), calibrated_df(terms)
-    h = t_half_width(var, df, ci)
+    red = None if extra else reduced(terms)
+    h = t_half_width(var, df, ci) if extra else half_width(terms, ci)
     return {"estimate": estimate, "ci_low": estimate - h, "ci_high": estimate + h,
             "se": math.sqrt(var), "df": df, "design": design, "resample": resample,
-            "ci": float(ci), "terms": terms,
+            "ci": float(ci), "terms": terms, "reduced": red,
             "benchmarks": None if keys is None else tuple(str(k) for k in keys)}
 
 
@@ -331,6 +366,7 @@ def mean_interval(scores, *, ci: float = 0.95, resample: Sequence[str] = AXES
     resample = _check(ci, resample)
     keys, blocks = arm_blocks(scores, "scores")
     fit = _fit([Arm(blocks, 1.0, 0, "scores")], keys, "mean", ci, resample)
+    fit.pop("reduced")
     return CalibratedResult(p_value=None, **fit)
 
 
@@ -349,7 +385,9 @@ def compare(a, b, *, design: str = "paired", threshold: float = 0.0,
         raise ValueError(f"threshold must be finite; got {threshold!r}")
     arms, keys = two_arms(a, b, design, seeds_a, seeds_b)
     fit = _fit(arms, keys, design, ci, resample, borrowed)
-    p = _p_value(fit["estimate"], fit["se"] ** 2, fit["df"], float(threshold), alternative)
+    red = fit.pop("reduced")
+    p = _p_value(fit["estimate"], fit["se"] ** 2, fit["df"], float(threshold), alternative,
+                 red)
     return CalibratedResult(p_value=p, threshold=float(threshold), alternative=alternative,
                             **fit)
 
@@ -368,9 +406,9 @@ def equivalence(a, b, *, epsilon: float, design: str = "paired", alpha: float = 
     resample = _check(1 - 2 * float(alpha), resample)
     arms, keys = two_arms(a, b, design, seeds_a, seeds_b)
     fit = _fit(arms, keys, design, 1 - 2 * float(alpha), resample, borrowed)
-    var, df = fit["se"] ** 2, fit["df"]
-    p_lower = _p_value(fit["estimate"], var, df, -float(epsilon), "greater")
-    p_upper = _p_value(fit["estimate"], var, df, float(epsilon), "less")
+    var, df, red = fit["se"] ** 2, fit["df"], fit.pop("reduced")
+    p_lower = _p_value(fit["estimate"], var, df, -float(epsilon), "greater", red)
+    p_upper = _p_value(fit["estimate"], var, df, float(epsilon), "less", red)
     p = max(p_lower, p_upper)
     return CalibratedEquivalence(p_value=p, epsilon=float(epsilon), alpha=float(alpha),
                                  p_lower=p_lower, p_upper=p_upper,

@@ -17,10 +17,8 @@ from scipy import stats
 from workflow_scripts.stats.bootstrap_inputs import as_block, check_open_unit, check_plan_targets
 from workflow_scripts.stats.calibrated import (
     Term,
-    calibrated_df,
+    half_width,
     mean_interval,
-    t_half_width,
-    total_variance,
     variance_components,
 )
 
@@ -50,7 +48,7 @@ def terms_at(terms: Sequence[Term], n: int) -> list[Term]:
 
 def seeds_for_margin(terms: Sequence[Term], margin: float, ci: float = 0.95) -> int | None:
     """Seeds per random-seed arm at which an estimate with these variance terms (a result's
-    `terms`) gets a calibrated t half-width of at most `margin` (`terms_at`: every term
+    `terms`) gets a calibrated half-width of at most `margin` (`terms_at`: every term
     scaled by what it estimates): what would settle a test whose estimate lies `margin` from
     its threshold, or reach a target half-width. None when the examples alone keep it wider,
     or no term depends on the seeds. The claims and the stats stage both plan with it."""
@@ -60,7 +58,7 @@ def seeds_for_margin(terms: Sequence[Term], margin: float, ci: float = 0.95) -> 
 
     def enough(n: int) -> bool:
         scaled = terms_at(terms, n)
-        return t_half_width(total_variance(scaled), calibrated_df(scaled), ci) <= margin
+        return half_width(scaled, ci) <= margin  # the reported interval's, tails calibrated
 
     return _fewest_seeds(enough)
 
