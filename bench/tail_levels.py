@@ -103,9 +103,14 @@ def draw(rng, regime: str, n: int, seeds: int, q: int) -> np.ndarray:
             + math.sqrt(share_r * seeds * q) * rng.normal(0.0, 1.0, (n, seeds, q)))
 
 
-def statistic(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def statistic(d: np.ndarray) -> tuple[np.ndarray, ...]:
     """Vectorised calibrated.compare(zeros, d) (paired, greater, threshold 0): (plug-in p,
     M, X, r) per study."""
+    return _statistic(d)[0]
+
+
+def _statistic(d: np.ndarray) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """statistic()'s tuple, and (estimate, V_hat, df, M, X, r) for the interval."""
     n, s, q = d.shape
     rows, cols = d.mean(axis=2), d.mean(axis=1)
     grand = rows.mean(axis=1)
@@ -114,7 +119,7 @@ def statistic(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     x = cols.var(axis=1, ddof=1) / q
     r = np.sum(resid**2, axis=(1, 2)) / ((s - 1) * (q - 1)) / (q * s)
     var, df = tc.plug_in(m, x, r, tc.Reduced(s - 1, q - 1, q - 1, 1.0, RULES))
-    return special.stdtr(df, -grand / np.sqrt(var)), m, x, r
+    return (special.stdtr(df, -grand / np.sqrt(var)), m, x, r), (grand, var, df, m, x, r)
 
 
 def one_side(p, m, x, r, seeds: int, q: int) -> tuple[np.ndarray, np.ndarray]:
@@ -190,12 +195,7 @@ def price_table(studies: int) -> None:
         for seeds in (3, 4, 5, 10):
             d = draw(rng, f"gaussian, {regime}", studies, seeds, q)
             n, s, _ = d.shape
-            rows, cols = d.mean(axis=2), d.mean(axis=1)
-            grand = rows.mean(axis=1)
-            resid = d - rows[:, :, None] - cols[:, None, :] + grand[:, None, None]
-            m, x = rows.var(axis=1, ddof=1) / s, cols.var(axis=1, ddof=1) / q
-            r = np.sum(resid**2, axis=(1, 2)) / ((s - 1) * (q - 1) * q * s)
-            var, df = tc.plug_in(m, x, r, tc.Reduced(s - 1, q - 1, q - 1, 1.0, RULES))
+            grand, var, df, m, x, r = _statistic(d)[1]
             before = special.stdtrit(df, 0.975) * np.sqrt(var)
             level = np.array([tc.calibrated_level(0.025, tc.Reduced(
                 s - 1, q - 1, q - 1, (x[i] - r[i]) / r[i], RULES)) for i in range(n)])
