@@ -17,7 +17,7 @@ import time
 
 import pytest
 import yaml
-from conftest import SNAKEMAKE, copy_workflow, job_counts, snakemake
+from conftest import SNAKEMAKE, copy_workflow, job_counts, planned_jobs, snakemake
 
 
 def _config(model) -> dict:
@@ -174,3 +174,5 @@ def test_a_run_killed_in_its_second_training_keeps_the_first(study, tmp_path):
                      *(str(m.relative_to(wd)) for m in models)).stdout
     assert job_counts(plan)["train"] == 1 and str(second.relative_to(wd)) in plan
     assert str(first.relative_to(wd)) not in plan.split("Job stats")[1]
+    print(f"\n{first.relative_to(wd)}: sha256 {digest[:16]}..., mtime kept; the next run: "
+          + "; ".join(f"{rule}: {reason}" for rule, reason, _ in planned_jobs(plan)))

@@ -341,3 +341,5 @@ def test_a_missing_artifact_is_rebuilt_with_what_is_made_from_it(tiny_run):
             os.utime(f, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         assert rules <= {rule for rule, _, _ in planned}, (path, planned)
         assert not {"train", "latency_run"} & {rule for rule, _, _ in planned}
+        print(f"\nrm {path}: snakemake -n plans "
+              + ", ".join(sorted({rule for rule, _, _ in planned})))  # pytest -s shows it
