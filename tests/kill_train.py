@@ -4,6 +4,9 @@ knows nothing of it.
 
     python tests/kill_train.py MOMENT <arguments of biencoder.train>
 
+(tests/test_resume.py calls `install` in a process forked from the test's, which has the
+imports already.)
+
 MOMENT: step (inside step 5, before its optimizer step), checkpoint (checkpoint-6 half
 written: weights and optimizer, no trainer_state.json), snapshot (the step-5 snapshot
 written to its temporary folder, not renamed), final (the final model written to its

@@ -3,6 +3,8 @@ optimizer step slowed down, so that a test can kill the job between two checkpoi
 models train too fast to catch otherwise). Production code knows nothing of it.
 
     python tests/slow_train.py SECONDS_PER_STEP <arguments of biencoder.train>
+
+(tests/test_resume.py uses StepDelay in a process forked from the test's.)
 """
 
 from __future__ import annotations

@@ -9,13 +9,11 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 
 import pandas as pd
 import pytest
-from conftest import ROOT, docstring_study_data
+from conftest import docstring_study_data
 from safetensors.numpy import load_file
 
 from workflow_scripts.biencoder import evaluate
@@ -33,20 +31,36 @@ STRATEGY_SETTINGS = {"top": SETTINGS, "matryoshka2d": {**SETTINGS, "matryoshka_d
 EVAL_STEPS = (3, 5, 8)
 
 
-def _train_cmd(model, triples, out, *, step_delay=None, strategy="top"):
-    """The training CLI; with step_delay, tests/slow_train.py runs it with every step slowed
-    down, so that the job can be killed between checkpoints."""
-    args = ["--base", str(model), "--strategy", strategy, "--depth", "2", "--seed", "5",
+def _train_args(model, triples, out, *, strategy="top") -> list[str]:
+    """The training CLI's arguments."""
+    return ["--base", str(model), "--strategy", strategy, "--depth", "2", "--seed", "5",
             "--settings-json", json.dumps(STRATEGY_SETTINGS[strategy]), "--triples",
-            str(triples),
-            "--checkpoint-every", "2", "--eval-steps", *map(str, EVAL_STEPS), "--out", str(out)]
-    if step_delay is None:
-        return [sys.executable, "-m", "workflow_scripts.biencoder.train", *args]
-    return [sys.executable, str(ROOT / "tests/slow_train.py"), str(step_delay), *args]
+            str(triples), "--checkpoint-every", "2", "--eval-steps", *map(str, EVAL_STEPS),
+            "--out", str(out)]
 
 
-def _env():
-    return {**os.environ, "PYTHONPATH": str(ROOT)}
+def _fork(child) -> int:
+    """Run `child()` in a process forked from this one; its pid. The child imports nothing
+    anew (a fresh interpreter would import sentence-transformers again, ~6 s a kill) and
+    ends with os._exit: it never returns into pytest. torch's single OpenMP thread
+    (tests/conftest.py) makes the fork safe."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            child()
+        except BaseException:  # noqa: BLE001 - the parent sees the exit status
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            os._exit(70)
+    return pid
+
+
+def _wait(pid) -> int:
+    """The forked child's end: -N for a kill by signal N, else its exit status."""
+    _, status = os.waitpid(pid, 0)
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
 @pytest.fixture(scope="module")
@@ -79,33 +93,40 @@ def _metrics(model_dir, bench) -> pd.DataFrame:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["top", "matryoshka2d"])
-def test_killed_training_resumes_to_the_same_model(tiny_model, data, strategy, request):
+def test_killed_training_resumes_to_the_same_model(tiny_model, data, strategy, request,
+                                                    capsys):
+    from workflow_scripts.biencoder import train
+
     ref, out = data / f"ref-{strategy}", data / f"out-{strategy}"
-    cmd = functools.partial(_train_cmd, tiny_model, data / "t.parquet", strategy=strategy)
+    args = functools.partial(_train_args, tiny_model, data / "t.parquet", strategy=strategy)
     if strategy == "top":  # the CLI runs train() as top_reference does (one thread)
         ref = request.getfixturevalue("top_reference")[0]
-    else:  # the CLI's main in this process: one import of sentence-transformers less
-        from workflow_scripts.biencoder.train import main
+    else:
+        train.main(args(ref))
 
-        main(cmd(ref)[3:])  # [python, -m, module, *args]
+    def slowed():  # each step slowed down, so that the job can be killed between checkpoints
+        from slow_train import StepDelay
 
-    # Slow each step down so the job can be killed between checkpoints.
-    proc = subprocess.Popen(cmd(out, step_delay=0.4), env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        real_train = train.train
+        train.train = lambda **kw: real_train(**kw, callbacks=[StepDelay(0.4)])
+        train.main(args(out))
+
+    pid = _fork(slowed)
     state = data / f"out-{strategy}.trainer"
     deadline = time.time() + 240
     # Killed once checkpoint 4 is whole by the resume's own test (its elapsed-seconds file is
     # written after trainer_state.json): killed in between, it is rightly skipped for 2.
     while checkpoint_problem(state / "checkpoint-4"):
-        assert proc.poll() is None, "training ended before it could be killed"
+        assert os.waitpid(pid, os.WNOHANG) == (0, 0), "training ended before it was killed"
         assert time.time() < deadline, "no checkpoint-4 appeared"
         time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    os.kill(pid, signal.SIGKILL)
+    assert _wait(pid) == -signal.SIGKILL
     assert not out.exists()  # the final model is written atomically, never half
 
-    rerun = subprocess.run(cmd(out), env=_env(), check=True, capture_output=True, text=True)
-    assert "resuming from" in rerun.stdout
+    capsys.readouterr()
+    train.main(args(out))  # the rerun, as Snakemake (or its retry) starts it
+    assert "resuming from" in capsys.readouterr().out
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["resumed_from"].endswith(("checkpoint-4", "checkpoint-6"))
     assert not state.exists()  # trainer state is removed once the model is saved
@@ -265,19 +286,24 @@ def test_killed_at_any_moment_the_rerun_finishes_the_same_model(top_reference, t
     plain rerun with an uninterrupted run's model, bit for bit, and no *.tmp left. Before,
     a kill after the last checkpoint made every rerun train one step past the last and fail
     (`loss log ends at step 9, not at the last step 8`)."""
+    import kill_train
+
     from workflow_scripts.biencoder.train import main
 
     ref = top_reference[0]
     out = data / f"kill-{moment}" / "seed5"
-    cmd = _train_cmd(tiny_model, data / "t.parquet", out)
-    killed = subprocess.run([sys.executable, str(ROOT / "tests/kill_train.py"), moment,
-                             *cmd[3:]], env=_env(), capture_output=True, text=True)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    args = _train_args(tiny_model, data / "t.parquet", out)
+
+    def killed():  # as `python tests/kill_train.py MOMENT ARGS` does
+        kill_train.install(moment, out)
+        main(args)
+
+    assert _wait(_fork(killed)) == -signal.SIGKILL
     if moment in ("snapshot", "final", "removal-midway"):  # what a kill leaves behind
         assert list(out.parent.rglob("*.tmp")), moment
 
     capsys.readouterr()
-    main(cmd[3:])  # the rerun, as Snakemake (or its retry) starts it
+    main(args)  # the rerun, as Snakemake (or its retry) starts it
     said = capsys.readouterr().out
     line, resumed = KILL_MOMENTS[moment]
     summary = json.loads((out / "train_summary.json").read_text())
