@@ -76,11 +76,23 @@ def test_markdown_lists_every_claim_and_its_members():
     assert "> 0.0000" in md and "< 1.0000" in md and "\\|δ\\| < 0.0100" in md
     assert "= 0.3500 (published)" in md and "coherence checks" in md
     assert "0.0030 (refute)" in md
-    assert "14 seeds would settle it" in md and "no depth 2 in this config" in md
+    assert "14 seeds per arm would settle it at α = 0.025" in md and "no depth 2 in this config" in md
     assert "<details><summary>budget-helps: members</summary>" in md
     assert md.count("<details>") == 1  # single-member claims have no members block
     assert "one seed \\| base" in md
     assert "| **inconclusive** | b32_80k/top3 − b32_20k/top3 [fiqa] |" in md  # the decider
+
+
+def test_members_table_has_a_threshold_column():
+    """A member's '0.0040 [-0.0060, 0.0140] inconclusive' reads against its threshold: the
+    members table shows it beside the interval."""
+    md = render.markdown(synthetic())
+    block = md.split("<summary>budget-helps: members</summary>")[1].split("</details>")[0]
+    header, _, *rows = [line for line in block.splitlines() if line.startswith("|")]
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    assert cols[:4] == ["member", "estimate [CI]", "CI", "threshold"]
+    assert len(rows) == 3
+    assert all(r.strip("|").split("|")[3].strip() == "> 0.0000" for r in rows)
 
 
 def test_forest_plot_writes_deterministic_files(tmp_path):

@@ -35,6 +35,14 @@ def test_special_values_read_the_same_everywhere():
     assert notation.cell(True) == "yes" and notation.cell(7) == "7"
 
 
+@pytest.mark.parametrize(("share", "text"), [
+    (0.0, "0%"), (1.0, "100%"), (0.5, "50%"), (0.003, "0.3%"), (0.0004, "0.04%"),
+    (0.00001, "<0.01%"), (0.99999, ">99.99%"), (0.996, "99.6%"), (NAN, "–")])
+def test_a_percentage_never_reads_0_or_100_unless_it_is(share, text):
+    """An onset row printed 'decline in 0% of 2000 samples' beside p 0.0030 (5 samples)."""
+    assert notation.percent(share) == text
+
+
 def _small_variance_tables(folder) -> None:
     write_tables(folder, 0.95)
     keys = {"metric": "ndcg@10", "strategy": "top", "benchmark": contracts.ALL}

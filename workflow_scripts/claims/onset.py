@@ -24,6 +24,7 @@ import pandas as pd
 
 from workflow_scripts.claims.data import Data, MissingInput
 from workflow_scripts.claims.spec import Member
+from workflow_scripts.core import notation
 
 
 def _one(table: pd.DataFrame, m: Member, what: str) -> pd.DataFrame:
@@ -63,4 +64,5 @@ def decide_onset(m: Member, data: Data) -> dict:
             "ci_high": float(onset["onset_ci_high"]), "mb_ci_low": math.nan,
             "mb_ci_high": math.nan, "p_support": p_support, "p_refute": p_refute,
             "caveats": f"ε {float(onset['epsilon']):g}; best step {best:g}; decline in "
-                       f"{float(onset['p_onset']):.0%} of {nboot} samples"}
+                       f"{round(float(onset['p_onset']) * nboot)} of {nboot} samples "
+                       f"({notation.percent(float(onset['p_onset']))})"}

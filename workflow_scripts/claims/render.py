@@ -89,12 +89,14 @@ def decisive_p(rec: dict) -> str:
 
 def notes(rec: dict) -> str:
     """Caveats, the decider's note and, for an inconclusive claim, the seeds that would
-    settle it."""
+    settle it at the claim's level α: a look of seeds on demand plans at its last look's
+    stricter level (claims/looks/run.py), so its count can be larger; both say their α."""
     parts = [_text(rec.get("caveats")).strip(), _text(rec.get("note")).strip()]
-    seeds = _num(rec.get("seeds_needed"))
+    seeds, alpha = _num(rec.get("seeds_needed")), _num(rec.get("alpha"))
     if _text(rec.get("verdict")) == "inconclusive" and math.isfinite(seeds):
         n = int(math.ceil(seeds))
-        parts.append(f"{n} seed{'s' * (n != 1)} would settle it")
+        level = f" at α = {alpha:.3g}" if math.isfinite(alpha) else ""
+        parts.append(f"{n} seed{'s' * (n != 1)} per arm would settle it{level}")
     return "; ".join(p for p in parts if p) or "–"
 
 
@@ -154,12 +156,14 @@ def markdown(table: pd.DataFrame) -> str:
         if len(members) <= 1:
             continue
         rows = [[_text(m.get("member")), estimate_text(m), method_text(m),
+                 threshold_text(m.get("test"), m.get("threshold"), m.get("epsilon")),
                  _text(m.get("verdict")), fmt(m.get("p_support_holm")),
                  fmt(m.get("p_refute_holm")), _text(m.get("design")) or "–",
                  _text(m.get("caveats")) or "–"] for m in members]
         # Blank lines around the table: GitHub renders markdown inside <details> only then.
         out.append(f"<details><summary>{_text(c['claim'])}: members</summary>\n\n"
-                   + md_table(rows, ["member", "estimate [CI]", "CI", "verdict", "p_support_holm",
+                   + md_table(rows, ["member", "estimate [CI]", "CI", "threshold", "verdict",
+                                     "p_support_holm",
                                      "p_refute_holm", "design", "caveats"])
                    + "\n\n</details>\n")
     return "\n".join(out)

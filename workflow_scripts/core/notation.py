@@ -77,6 +77,23 @@ def onset_interval(est, lo, hi) -> str:
     return f"{step(est)} [{step(lo)}, {step(hi)}]"
 
 
+def percent(share, max_decimals: int = 2) -> str:
+    """A share as a percentage with the decimals that keep it off 0% and 100% unless it is
+    exactly that: 0.003 reads 0.3%, 0.00001 "<0.01%", 0.9999 99.99%; NaN "–"."""
+    v = _float(share)
+    if v is None or math.isnan(v):
+        return MISSING
+    pct = 100 * v
+    if pct in (0, 100):
+        return f"{pct:.0f}%"
+    for d in range(max_decimals + 1):
+        text = f"{pct:.{d}f}"
+        if 0 < float(text) < 100:
+            return f"{text}%"
+    floor = 10.0 ** -max_decimals
+    return f"<{floor:g}%" if pct < 50 else f">{100 - floor:g}%"
+
+
 def seeds(n) -> str:
     """A number of seeds to reach a target; None / NaN: no number of seeds reaches it."""
     v = _float(n)

@@ -73,8 +73,11 @@ def _need(members: list[dict]) -> float:
     return min((n for n in (support, refute) if math.isfinite(n)), default=math.nan)
 
 
-def _state(verdict: str, need: float, k: int, seeds: list[int], budget: int) -> tuple:
-    """(status, reason) of a claim decided at look k."""
+def _state(verdict: str, need: float, k: int, seeds: list[int], budget: int,
+           plan_alpha: float) -> tuple:
+    """(status, reason) of a claim decided at look k; `need` is planned at `plan_alpha`, the
+    last look's level (the most lenient look, yet stricter than the (1 - ci) / 2 at which
+    claims.md counts the seeds to settle a claim): the reason says which level."""
     if verdict in DECIDED:
         return "decided", f"{verdict} at look {k} ({seeds[k]} seeds per arm)"
     if verdict != "inconclusive":
@@ -85,7 +88,8 @@ def _state(verdict: str, need: float, k: int, seeds: list[int], budget: int) -> 
         return "examples limit", ("no seeds added: more seeds alone would not settle it "
                                   f"(seeds to settle it: {notation.UNREACHABLE}, the "
                                   "examples limit it)")
-    return "open", f"{seeds[k + 1]} seeds per arm at look {k + 1} (planner: {need:.0f})"
+    return "open", (f"{seeds[k + 1]} seeds per arm at look {k + 1} (planner: {need:.0f} at "
+                    f"the last look's α = {plan_alpha:.3g})")
 
 
 def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
@@ -111,7 +115,7 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
         # look of the plan offers (what could still settle it).
         head, *members = decide.decide_claim(c, data, options, alphas[k], alphas[-1])
         status, reason = _state(head["verdict"], _need(members), k, seeds,
-                                adaptive_cfg["max_seeds"])
+                                adaptive_cfg["max_seeds"], alphas[-1])
         state[c.id] = {"status": status, "verdict": head["verdict"], "reason": reason,
                        "look": k, "alpha": alphas[k],
                        "arms": look_arms.arm_rows({key: arms[key]
