@@ -76,7 +76,8 @@ def test_markdown_lists_every_claim_and_its_members():
     assert "> 0.0000" in md and "< 1.0000" in md and "\\|δ\\| < 0.0100" in md
     assert "= 0.3500 (published)" in md and "coherence checks" in md
     assert "0.0030 (refute)" in md
-    assert "14 seeds per arm would settle it at α = 0.025" in md and "no depth 2 in this config" in md
+    assert "14 seeds per arm would settle it at α = 0.025" in md
+    assert "no depth 2 in this config" in md
     assert "<details><summary>budget-helps: members</summary>" in md
     assert md.count("<details>") == 1  # single-member claims have no members block
     assert "one seed \\| base" in md

@@ -138,12 +138,14 @@ def test_figure_and_report_section_read_the_curve_tables(tmp_path):
     stats = figures.load_stats(tmp_path / "stats", ("curves", "curves_onset"))
     fig = figures.learning_curves(stats, order=["r"])
     assert len(fig.axes) == 3  # the mean of benchmarks, b1, b2
-    assert fig.axes[0].get_title() == "r: all benchmarks (mean)"
+    # The panel's title says its own onset; the row's one legend names the arm only (an
+    # onset there contradicted the other panels').
+    assert fig.axes[0].get_title() == "r: all benchmarks (mean)\nonset: L2 at 40"
     assert "95% calibrated CI" in fig.texts[0].get_text()
     lines = fig.axes[0].get_lines()
     assert list(lines[0].get_xdata()) == list(STEPS)
     assert [(list(m.get_xdata()), m.get_marker()) for m in lines[1:2]] == [([40.0], "v")]
-    assert lines[0].get_label() == "L2, onset 40"
+    assert lines[0].get_label() == "L2"
     figures.save(fig, [tmp_path / "lc.png"])
     assert (tmp_path / "lc.png").stat().st_size > 10_000
     text = report.curves_section(*(contracts.read_stats(tmp_path / "stats", n) for n in

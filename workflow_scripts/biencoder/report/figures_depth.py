@@ -15,6 +15,7 @@ import pandas as pd  # noqa: E402
 from workflow_scripts.core import contracts, notation  # noqa: E402
 from workflow_scripts.core.contracts import ALL, BASE  # noqa: E402
 
+SIGMA_DODGE = 0.04  # depth units between the arms' ±2σ ticks at one depth
 LEGEND_IN = 0.6  # inches below the panels for a figure legend (keeps it off the bands)
 
 
@@ -71,15 +72,19 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
             label = _arm_label(recipe, strategy, lines)
             sel = (ci.recipe == recipe) & (ci.strategy == strategy) & (ci.benchmark == bench)
             c = ci[sel].sort_values("depth")
-            ax.plot(c.depth, c.estimate, "D:" if strategy in contracts.TRAIN_ONCE else "o-",
+            # One line style per meaning: every mean solid (a train-once arm's ◆), the
+            # seeds' ±2σ short ticks beside it (no line: six dotted lines read as means).
+            ax.plot(c.depth, c.estimate, "D-" if strategy in contracts.TRAIN_ONCE else "o-",
                     color=color, label=label)
-            ax.fill_between(c.depth, c.ci_low, c.ci_high, color=color, alpha=0.25, lw=0)
+            ax.fill_between(c.depth, c.ci_low, c.ci_high, color=color, alpha=0.15, lw=0)
             s = (seeds[(seeds.recipe == recipe) & (seeds.strategy == strategy)
                        & (seeds.benchmark == bench)]
                  .groupby("depth")["mean"].agg(["mean", "std"]).reset_index())
             if s["std"].notna().any():
-                ax.plot(s.depth, s["mean"] + 2 * s["std"], ":", color=color, lw=1)
-                ax.plot(s.depth, s["mean"] - 2 * s["std"], ":", color=color, lw=1)
+                x = s.depth + (i - (len(lines) - 1) / 2) * SIGMA_DODGE
+                for sign in (1, -1):
+                    ax.plot(x, s["mean"] + sign * 2 * s["std"], ls="none", marker="_", ms=9,
+                            mew=1.5, color=color)
         b = _base_rows(ci, bench)
         if len(b):
             ax.errorbar(b.depth, b.estimate, yerr=[b.estimate - b.ci_low, b.ci_high - b.estimate],
@@ -91,7 +96,8 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
         ax.grid(alpha=0.3)
     fig.suptitle(ax_title or f"{metric} by depth and training budget")
     legend_below(fig, axes[0][0], height, title_fontsize=7,
-                 title=f"band: {contracts.ci_caption(ci)}; dotted: ±2σ of the seeds' means")
+                 title=f"band: {contracts.ci_caption(ci)}; ticks ‒: ±2σ of the seeds' means "
+                 "(beside each depth); dashed: the untrained base")
     return fig
 
 

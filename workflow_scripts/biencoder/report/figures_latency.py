@@ -31,6 +31,14 @@ def pareto_front(points: pd.DataFrame) -> pd.DataFrame:
     return pts.loc[keep]
 
 
+DODGE = 0.015  # the arms' sideways step at a depth, a share of the latency range
+
+
+def dodge_offsets(n: int, step: float) -> np.ndarray:
+    """x offsets of n arms drawn at one x: step apart, centred on it."""
+    return (np.arange(n) - (n - 1) / 2) * step
+
+
 def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
     """Accuracy vs the canonical latency ladder: `latency` is results/latency/ladder.parquet,
     one row per depth whose p50_ms is the median over the coherent profiling runs only of
@@ -58,7 +66,11 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
         xerr = True
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     arms = trained_arms(ci, order)
-    for i, (recipe, strategy) in enumerate([*arms, (BASE, None)]):
+    drawn = [*arms, (BASE, None)]
+    # Every arm has its depth's latency: each is drawn a little to the side of it (the top
+    # axis marks the true latency), so that their error bars do not cover each other.
+    offsets = dodge_offsets(len(drawn), DODGE * float(np.ptp(p50.dropna()) or 1.0))
+    for i, (recipe, strategy) in enumerate(drawn):
         p = (_base_rows(pts, bench) if recipe == BASE
              else pts[(pts.recipe == recipe) & (pts.strategy == strategy)].sort_values("depth"))
         if p.empty:
@@ -67,7 +79,8 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
         xe = None
         if xerr and p.x_lo.notna().all():
             xe = [(p.p50_ms - p.x_lo).clip(lower=0), (p.x_hi - p.p50_ms).clip(lower=0)]
-        ax.errorbar(p.p50_ms, p.estimate, yerr=[p.estimate - p.ci_low, p.ci_high - p.estimate],
+        ax.errorbar(p.p50_ms + offsets[i], p.estimate,
+                    yerr=[p.estimate - p.ci_low, p.ci_high - p.estimate],
                     xerr=xe, fmt="D" if strategy in contracts.TRAIN_ONCE else "o", color=color,
                     capsize=3, label="untrained base" if recipe == BASE
                     else _arm_label(recipe, strategy, arms))
@@ -84,7 +97,8 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
     if unverified.any():
         source = "median of all runs, none coherent"
     # two lines: the provenance alone is about as wide as the axes
-    ax.set_xlabel(f"encode latency p50 (ms per batch{shape})\n{source}", fontsize=8)
+    ax.set_xlabel(f"encode latency p50 (ms per batch{shape}; arms dodged sideways around "
+                  f"their depth's L tick)\n{source}", fontsize=8)
     ax.set_ylabel(f"{ci.metric.iloc[0]} ({'mean of benchmarks' if bench == ALL else bench})")
     title = f"Accuracy–latency trade-off ({contracts.ci_caption(ci)})"
     ax.set_title(title, pad=16)  # room for the depths' top axis

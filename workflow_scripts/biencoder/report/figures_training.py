@@ -40,6 +40,7 @@ def learning_curves(stats: dict, order=()) -> plt.Figure:
     for row, recipe in zip(axes, recipes, strict=True):
         for ax, bench in zip(row, panels, strict=True):
             steps = sorted(cur[cur.recipe == recipe].step.unique())
+            onsets = []
             for k, (strategy, depth) in enumerate(arms):
                 color = f"C{k}"
                 sel = ((cur.recipe == recipe) & (cur.strategy == strategy)
@@ -50,10 +51,11 @@ def learning_curves(stats: dict, order=()) -> plt.Figure:
                 o = onset[(onset.recipe == recipe) & (onset.strategy == strategy)
                           & (onset.depth == depth) & (onset.benchmark == bench)]
                 o = o.iloc[0] if len(o) else None
+                # The legend names the arm only: its onset differs by panel, so each panel's
+                # title says its own (one legend per row cannot).
                 label = f"L{depth}" + (f" ({strategy})" if len(strategies) > 1 else "")
-                if o is not None:
-                    label += (f", onset {_step_label(o.onset_step)}"
-                              if np.isfinite(o.onset_step) else ", no onset")
+                if o is not None and np.isfinite(o.onset_step):
+                    onsets.append(f"{label} at {_step_label(o.onset_step).splitlines()[0]}")
                 ax.plot(c.step, c.estimate, "o-", color=color, ms=3.5, label=label)
                 ax.fill_between(c.step, c.ci_low, c.ci_high, color=color, alpha=0.2, lw=0)
                 if o is None:
@@ -74,12 +76,12 @@ def learning_curves(stats: dict, order=()) -> plt.Figure:
             y0, y1 = ax.get_ylim()  # headroom for the onset bars at the top
             ax.set_ylim(y0, y1 + 0.06 * (len(arms) + 1) * (y1 - y0))
             ax.set_xticks(steps, [_step_label(x) for x in steps], fontsize=7)
-            ax.set_title(f"{recipe}: " + ("all benchmarks (mean)" if bench == ALL else bench),
-                         fontsize=10)
+            ax.set_title(f"{recipe}: " + ("all benchmarks (mean)" if bench == ALL else bench)
+                         + "\nonset: " + (", ".join(onsets) or "none"), fontsize=9)
             ax.set_xlabel("training step")
             ax.set_ylabel(metric)
             ax.grid(alpha=0.3)
-        row[0].legend(fontsize=7, loc="lower right", framealpha=0.85)  # this row's onsets
+        row[0].legend(fontsize=7, loc="lower right", framealpha=0.85)  # the arms' colours
     eps = onset["epsilon"].iloc[0] if len(onset) else float("nan")
     level = contracts.ci_level(onset) if len(onset) else ""
     fig.text(0.5, 0.01, f"bands: {contracts.ci_caption(cur)}; ▼ onset: the last step before "
@@ -89,6 +91,41 @@ def learning_curves(stats: dict, order=()) -> plt.Figure:
     fig.suptitle(f"Learning curves of {metric} (step 0: the untrained base)", fontsize=11)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
+
+
+DODGE = 1.06  # a train-once depth's x step on the log axis, a factor
+
+
+def dodge_factors(n: int, step: float = DODGE) -> np.ndarray:
+    """x factors of n points that share an x: step, step², ... (all right of the x)."""
+    return step ** np.arange(1, n + 1)
+
+
+def spread(ys, gap: float) -> np.ndarray:
+    """Label heights near `ys` at least `gap` apart, in the order of ys (a pure 1-D
+    de-overlap: sorted, pushed up where too close, then re-centred on the points)."""
+    ys = np.asarray(ys, dtype=float)
+    order = np.argsort(ys, kind="stable")
+    out = ys[order].copy()
+    for k in range(1, len(out)):
+        out[k] = max(out[k], out[k - 1] + gap)
+    out -= (out - ys[order]).mean()  # centred: the labels stay beside their points
+    res = np.empty_like(out)
+    res[order] = out
+    return res
+
+
+def _depth_labels(ax, labels) -> None:
+    """'L<depth>' beside each point: per-depth arms left of theirs, train-once arms right;
+    the labels of one column (a train-once arm's) kept apart vertically."""
+    y0, y1 = ax.get_ylim()
+    for i, once, xs, p in labels:
+        ys = spread(p.estimate.to_numpy(), 0.05 * (y1 - y0)) if once else p.estimate
+        beside = transforms.offset_copy(ax.transData, fig=ax.figure, x=6 if once else -6,
+                                        units="points")
+        for xv, yv, depth in zip(xs, ys, p.depth, strict=True):
+            ax.text(xv, yv, f"L{depth}", transform=beside, ha="left" if once else "right",
+                    va="center", fontsize=7, color=f"C{i}")
 
 
 def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
@@ -109,6 +146,7 @@ def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
                            "layers trained (layer-steps), one training"),
                           (axes[1], "train_seconds_mean", "measured training seconds, one "
                            "training (mean over seeds)")):
+        labels = []
         for i, (recipe, strategy) in enumerate(arms):
             p = pts[(pts.recipe == recipe) & (pts.strategy == strategy)].sort_values("depth")
             once = bool(p.train_once.iloc[0])
@@ -116,17 +154,14 @@ def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
             label = (f"{recipe}/{strategy}" + (" (train once)" if once else "")
                      + f": {int(total.arm_trainings)} trainings, "
                      f"{int(total.arm_layer_steps):,} layer-steps in all")
-            # A train-once arm stands a little to the right, off the per-depth point that
-            # costs the same (its deepest depth).
-            xs = p[x] * (1.04 if once else 1.0)
+            # A train-once arm's depths share one x: each stands a step further right (off
+            # the per-depth point of the same cost and off each other), labelled on its right.
+            xs = p[x].to_numpy() * (dodge_factors(len(p)) if once else 1.0)
             ax.errorbar(xs, p.estimate, yerr=[p.estimate - p.ci_low, p.ci_high - p.estimate],
-                        fmt="D" if once else "o", ls=":" if once else "-", color=f"C{i}",
+                        fmt="D" if once else "o", ls="none" if once else "-", color=f"C{i}",
                         capsize=3, ms=5, label=label)
-            for xv, (_, r) in zip(xs, p.iterrows(), strict=True):
-                # Per-depth labels left, train-once right: the two columns stand close.
-                ax.annotate(f"L{r.depth}", (xv, r.estimate), textcoords="offset points",
-                            xytext=(6 if once else -6, -3), ha="left" if once else "right",
-                            fontsize=7, color=f"C{i}")
+            labels.append((i, once, xs, p))
+        _depth_labels(ax, labels)
         ax.set_xscale("log")
         plain = ticker.FuncFormatter(lambda v, _: f"{v:,.4g}")
         ax.xaxis.set_major_formatter(plain)
