@@ -69,3 +69,20 @@ def test_the_legend_names_the_marker_only_where_one_is_drawn(figure):
                                                    "supported")]))
     assert "no decline (onset)" not in [t.get_text() for t in plain.legends[0].get_texts()]
     forest.plt.close(plain)
+
+
+def test_each_strip_names_the_member_it_plots(figure):
+    """A family's strip plots the member that decided it: the strip says which, of how many."""
+    assert "onset of never" in texts(figure.axes[0])
+    family = {**row("budget", "greater", 0.0, 0.01, -0.01, 0.03, "inconclusive"),
+              "member": "r4/top2 − r1/top2 [all]", "n_members": 3.0}
+    fig = forest.forest_figure(pd.DataFrame([family]))
+    assert "r4/top2 − r1/top2 [all] (decided the claim; 3 members)" in texts(fig.axes[0])
+    forest.plt.close(fig)
+
+
+def test_an_onset_strip_starts_at_step_0(figure):
+    """The onset steps run from the base (step 0): a strip padded around 12-24 read as if the
+    grid started at 10."""
+    declines = figure.axes[3]
+    assert declines.get_xlim()[0] == 0.0 and declines.get_xlim()[1] > 24.0

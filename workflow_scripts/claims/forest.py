@@ -38,7 +38,7 @@ from workflow_scripts.core.notation import MISSING  # noqa: E402
 COLORS = {"supported": "#2ca02c", "refuted": "#d62728", "inconclusive": "#e69f00",
           "not-applicable": "#bdbdbd"}
 DPI = 150  # as biencoder/report/figures.py
-STRIP_IN = 0.55  # height of one claim's strip, inches
+STRIP_IN = 0.7  # height of one claim's strip, inches (its member named above the axis)
 HEADER_IN = 0.85  # title and legend
 FOOTER_IN = 0.3
 
@@ -56,19 +56,33 @@ def reference_lines(rec: dict) -> list[tuple[float, str, str, float]]:
     return lines
 
 
+def plotted_text(rec: dict) -> str:
+    """What a strip plots: its member ("r4/top2 − r4/adaptive2 [all]") and, for a family,
+    that it is the member that decided the claim of n; "" where the claim has no member."""
+    member, n = _text(rec.get("member")), _num(rec.get("n_members"))
+    if not member:
+        return ""
+    return (f"{member} (decided the claim; {int(n)} members)" if math.isfinite(n) and n > 1
+            else member)
+
+
 def x_range(rec: dict) -> tuple[float, float] | None:
-    """Limits covering the finite estimate, CI ends and thresholds of one claim, padded."""
+    """Limits covering the finite estimate, CI ends and thresholds of one claim, padded; an
+    onset claim's from step 0 (the base), where its grid starts."""
     xs = [_num(rec.get(k)) for k in ("estimate", "ci_low", "ci_high")]
     xs += [x for x, *_ in reference_lines(rec)]
     xs = [x for x in xs if math.isfinite(x)]
     if not xs:
         return None
     lo, hi = min(xs), max(xs)
+    if _text(rec.get("test")) in ONSET_TESTS:
+        lo = 0.0
     span = hi - lo if hi > lo else max(abs(hi) * 0.2, 1e-3)
     pad = 0.12 * span
     # An infinite CI end gets room for its arrow beyond the last finite value.
     extra = 0.15 * span
-    return (lo - pad - extra * (_num(rec.get("ci_low")) == -math.inf),
+    start = 0.0 if _text(rec.get("test")) in ONSET_TESTS else lo - pad
+    return (start - extra * (_num(rec.get("ci_low")) == -math.inf),
             hi + pad + extra * (_num(rec.get("ci_high")) == math.inf))
 
 
@@ -90,6 +104,9 @@ def _strip(ax, rec: dict) -> None:
     # The interval that decided this claim (claims.md's CI column), under its verdict.
     if (method := method_text(rec)) != MISSING:
         ax.text(1.025, 0.18, method, transform=ax.transAxes, ha="left", va="center",
+                fontsize=6.5, color="0.35")
+    if plotted := plotted_text(rec):  # which member the strip draws, above its axis
+        ax.text(0.0, 1.0, plotted, transform=ax.transAxes, ha="left", va="bottom",
                 fontsize=6.5, color="0.35")
     limits = x_range(rec)
     if no_decline(rec):
@@ -169,11 +186,12 @@ def forest_figure(table: pd.DataFrame) -> plt.Figure:
     right_in = 1.3  # fits "not-applicable" at 8 pt bold
     fig = plt.figure(figsize=(width, height))
     axes = fig.subplots(n, 1, squeeze=False)[:, 0]
-    # hspace is relative to the axes height: leave ~0.22 in per strip for the tick labels.
-    axis_in = STRIP_IN - 0.22
+    # hspace is relative to the axes height: leave ~0.34 in per strip for the tick labels
+    # and the member's line.
+    axis_in = STRIP_IN - 0.34
     fig.subplots_adjust(left=left_in / width, right=1 - right_in / width,
                         top=1 - HEADER_IN / height, bottom=FOOTER_IN / height,
-                        hspace=0.22 / axis_in)
+                        hspace=0.34 / axis_in)
     for ax, rec in zip(axes, claims, strict=True):
         _strip(ax, rec)
     # One method for all: the title names it; else each strip names its own (under the verdict).

@@ -133,7 +133,8 @@ def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
     depth (results/stats/compute.parquet): left, optimizer steps x layers trained of one
     training; right, its measured seconds (mean over seeds). A per-depth arm's depths lie
     on a line (one training each); a train-once arm's depths cost one x (one training
-    serves them all) and stand a step apart right of it, their labels spread. The legend gives each arm's total over its depths and seeds."""
+    serves them all) and stand a step apart right of it, their labels spread. The legend
+    gives each arm's total over its depths and seeds."""
     ci, comp = stats["ci"], stats["compute"]
     bench = ALL if ALL in set(ci.benchmark) else ci.benchmark.iloc[0]
     pts = ci[(ci.benchmark == bench) & (ci.recipe != BASE)].merge(
