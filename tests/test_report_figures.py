@@ -143,6 +143,25 @@ def test_latency_section_flags_unverified_milliseconds(tmp_path):
     assert "| 0 | coherent | – | 1.000 | 1.833 | 2.667 | no |" in md
 
 
+def test_results_say_the_machine_was_busy_not_only_coherence_json(tmp_path):
+    """A busy run's note (latency/summary.py busy_note) reaches RESULTS.md, busy runs named in
+    bold, coherent ones too (the incoherent-runs list alone would hide them)."""
+    write_tables(tmp_path, 0.95)
+    paths = write_latency(tmp_path)
+    summary = pd.read_parquet(paths["latency_summary"])
+    busy = ("the machine was busy: other processes kept 1.20 cores busy and the hypervisor "
+            "took 0% of the CPU time during the timed rounds")
+    summary["notes"] = summary["run"].map({0: busy, 1: "nothing else ran: other processes "
+                                           "0.02 cores, steal 0%", 2: ""})
+    contracts.write_parquet(paths["latency_summary"], summary)
+    md = report.build(tmp_path, **paths)
+    assert "**The machine was busy during profiling run(s) 0**" in md
+    assert f"- run 0: {busy}" in md and "- run 1: nothing else ran" in md
+    summary["notes"] = ""
+    contracts.write_parquet(paths["latency_summary"], summary)
+    assert "Machine load" not in report.build(tmp_path, **paths)
+
+
 def test_no_coherent_run_has_no_ladder_and_no_fit(tmp_path):
     write_tables(tmp_path, 0.95)
     md = report.build(tmp_path, **write_latency(tmp_path, coherent=(False, False)))

@@ -54,6 +54,28 @@ def absolute_note(ladder: pd.DataFrame) -> str:
             "on a quiet or dedicated machine for milliseconds to publish.")
 
 
+BUSY = "the machine was busy"  # how latency/summary.py `busy_note` starts a busy run's note
+
+
+def machine_note(per_run: pd.DataFrame) -> str:
+    """Whether other work shared the machine during the profiling runs, from each run's
+    note (latency/summary.py `busy_note`, also in coherence.json): busy runs named in bold
+    first, since their milliseconds and possibly their Q are slowed unevenly; "" where no
+    run has a note (a GPU run, or no load recorded)."""
+    if "notes" not in per_run:
+        return ""
+    notes = {int(r): str(n) for r, n in per_run["notes"].items() if isinstance(n, str) and n}
+    if not notes:
+        return ""
+    busy = [r for r, n in notes.items() if n.startswith(BUSY)]
+    lines = [f"- run {r}: {n}" for r, n in sorted(notes.items())]
+    head = (f"**The machine was busy during profiling run(s) {', '.join(map(str, busy))}**: "
+            "its latencies are less trustworthy than a quiet machine's."
+            if busy else "The machine was quiet during every profiling run.")
+    return ("Machine load during profiling (also in `results/latency/coherence.json`): "
+            + head + "\n\n" + "\n".join(lines))
+
+
 def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | None = None) -> str:
     """The canonical latency ladder (results/latency/ladder.parquet: per depth the median
     over the coherent runs of their relative ladder Q, times the reference depth's p50),
@@ -98,6 +120,8 @@ def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | Non
            "ladder is, per depth, the median over the coherent runs only of their Q, times "
            "the median over them of the reference depth's p50 (ms per batch of model "
            "calls; `encode()` adds tokenization).\n"]
+    if load := machine_note(summary.groupby("run").first()):
+        out.append(load + "\n")
     if ladder["coherent"].any():
         out.append(absolute_note(ladder) + "\n")
         out.append(md_table(table, 2) + "\n")
