@@ -53,6 +53,7 @@ use rule figure_depth_vs_budget as figure_pareto with:
     input:
         stats=FIG_STATS,
         latency=paths.LATENCY_LADDER,
+        latency_summary=paths.LATENCY_SUMMARY,
         code=code("biencoder.report.figures"),
     output:
         figure_outputs("pareto"),
@@ -61,7 +62,10 @@ use rule figure_depth_vs_budget as figure_pareto with:
     localrule: True
     params:
         name="pareto",
-        args=f"{FIG_ARGS} --latency {paths.LATENCY_LADDER}",
+        args=(
+            f"{FIG_ARGS} --latency {paths.LATENCY_LADDER}"
+            f" --latency-summary {paths.LATENCY_SUMMARY}"
+        ),
 
 
 use rule figure_depth_vs_budget as figure_learning_curves with:

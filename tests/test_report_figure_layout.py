@@ -90,3 +90,17 @@ def test_pareto_sets_the_arms_error_bars_apart_at_a_depth():
         at_depth = [float(x[k]) for x in xs]
         assert len(set(at_depth)) == len(ARMS)  # no two arms' bars on one x
         assert max(at_depth) - min(at_depth) < 0.1 * 10.0  # still at their depth
+
+
+def test_pareto_says_the_machine_was_busy():
+    """The HTML report shows the figure: it says what RESULTS.md says about the machine."""
+    summary = pd.DataFrame({"run": [0, 0, 1, 1], "depth": [1, 2, 1, 2],
+                            "notes": ["the machine was busy: other processes kept 1.20 cores "
+                                      "busy"] * 2 + ["nothing else ran"] * 2})
+    assert figures.busy_runs(summary) == [0]
+    assert figures.busy_runs(summary.drop(columns="notes")) == []
+    ladder = pd.DataFrame({"depth": list(DEPTHS), "p50_ms": [10.0, 20.0], "runs_used": 2})
+    fig = figures.pareto(_stats(), ladder, ["r1", "r4"], figures.busy_runs(summary))
+    assert "MACHINE BUSY during profiling run(s) 0" in fig.axes[0].get_xlabel()
+    quiet = figures.pareto(_stats(), ladder, ["r1", "r4"])
+    assert "BUSY" not in quiet.axes[0].get_xlabel()

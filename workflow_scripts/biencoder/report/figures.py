@@ -6,7 +6,9 @@ per_benchmark_degradation, seed_variance), figures_latency.py (pareto),
 figures_training.py (learning_curves, quality_vs_compute); this module is their CLI.
 
 CLI: python -m workflow_scripts.biencoder.report.figures NAME --stats-dir results/stats
-        [--latency results/latency/ladder.parquet] [--budget-order R1 R2 ...] [--pair A B]
+        [--latency results/latency/ladder.parquet
+         [--latency-summary results/latency/summary.parquet]]
+        [--budget-order R1 R2 ...] [--pair A B]
         (learning_curves reads the curves tables of the same folder)
         --out results/figures/NAME.png [...pdf]
 """
@@ -24,13 +26,13 @@ from workflow_scripts.biencoder.report.figures_depth import (
     seed_variance,
     trained_arms,
 )
-from workflow_scripts.biencoder.report.figures_latency import pareto, pareto_front
+from workflow_scripts.biencoder.report.figures_latency import busy_runs, pareto, pareto_front
 from workflow_scripts.biencoder.report.figures_training import learning_curves, quality_vs_compute
 from workflow_scripts.core import contracts
 
-__all__ = ["depth_vs_budget", "learning_curves", "load_stats", "pareto", "pareto_front",
-           "per_benchmark_degradation", "quality_vs_compute", "save", "seed_variance",
-           "trained_arms"]
+__all__ = ["busy_runs", "depth_vs_budget", "learning_curves", "load_stats", "pareto",
+           "pareto_front", "per_benchmark_degradation", "quality_vs_compute", "save",
+           "seed_variance", "trained_arms"]
 FIGURES = {f.__name__: f for f in (depth_vs_budget, per_benchmark_degradation, seed_variance,
                                    pareto, learning_curves, quality_vs_compute)}
 
@@ -48,6 +50,8 @@ def main(argv=None) -> None:
     ap.add_argument("name", choices=list(FIGURES))
     ap.add_argument("--stats-dir", required=True)
     ap.add_argument("--latency", help="canonical latency ladder parquet (pareto)")
+    ap.add_argument("--latency-summary", help="per-run latency summary parquet (pareto: "
+                    "whether the machine was busy)")
     ap.add_argument("--budget-order", nargs="*", default=[], help="recipes, smallest budget first")
     ap.add_argument("--pair", nargs=2, help="recipes A B of per_benchmark_degradation (B - A)")
     ap.add_argument("--out", nargs="+", required=True)
@@ -59,7 +63,9 @@ def main(argv=None) -> None:
     if a.name == "pareto":
         if not a.latency:
             ap.error("pareto needs --latency")
-        fig = pareto(stats, contracts.read_parquet(a.latency), order)
+        busy = (busy_runs(contracts.read_parquet(a.latency_summary)) if a.latency_summary
+                else [])
+        fig = pareto(stats, contracts.read_parquet(a.latency), order, busy)
     elif a.name == "per_benchmark_degradation":
         fig = per_benchmark_degradation(stats, a.pair, order)
     else:

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from workflow_scripts.biencoder.report import latency_section  # noqa: E402
 from workflow_scripts.biencoder.report.figures_depth import (  # noqa: E402
     _arm_label,
     _base_rows,
@@ -39,13 +40,24 @@ def dodge_offsets(n: int, step: float) -> np.ndarray:
     return (np.arange(n) - (n - 1) / 2) * step
 
 
-def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
+def busy_runs(summary: pd.DataFrame) -> list[int]:
+    """The profiling runs during which the machine was busy (latency/summary.py busy_note,
+    the summary's `notes`): the figure says so, as RESULTS.md does."""
+    if "notes" not in summary:
+        return []
+    notes = summary.groupby("run")["notes"].first()
+    return [int(r) for r, n in notes.items()
+            if isinstance(n, str) and n.startswith(latency_section.BUSY)]
+
+
+def pareto(stats: dict, latency: pd.DataFrame, order=(), busy=()) -> plt.Figure:
     """Accuracy vs the canonical latency ladder: `latency` is results/latency/ladder.parquet,
     one row per depth whose p50_ms is the median over the coherent profiling runs only of
     their relative ladder Q, times the reference depth's p50 (x error bars: the runs' range
     of Q, in those milliseconds). The x label says whether the milliseconds are verified
     (`absolute_verified`). Where no run was coherent (p50_ms NaN) the figure falls back to
-    the median of all runs and says so in red: those latencies failed the coherence check."""
+    the median of all runs and says so in red: those latencies failed the coherence check.
+    `busy`: the profiling runs the machine was busy during (busy_runs), said in the x label."""
     if latency["depth"].duplicated().any():
         raise ValueError("pareto needs the canonical latency ladder (one row per depth: "
                          "results/latency/ladder.parquet), not per-run rows")
@@ -96,6 +108,8 @@ def pareto(stats: dict, latency: pd.DataFrame, order=()) -> plt.Figure:
                    else "; relative ladder verified, ms NOT verified (machine drift)")
     if unverified.any():
         source = "median of all runs, none coherent"
+    if busy:
+        source += f"; MACHINE BUSY during profiling run(s) {', '.join(map(str, busy))}"
     # two lines: the provenance alone is about as wide as the axes
     ax.set_xlabel(f"encode latency p50 (ms per batch{shape}; arms dodged sideways around "
                   f"their depth's L tick)\n{source}", fontsize=8)
