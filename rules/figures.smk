@@ -38,14 +38,14 @@ use rule figure_depth_vs_budget as figure_seed_variance with:
         args=FIG_ARGS,
 
 
-use rule figure_depth_vs_budget as figure_per_benchmark_degradation with:
+use rule figure_depth_vs_budget as figure_per_benchmark_change with:
     output:
-        figure_outputs("per_benchmark_degradation"),
+        figure_outputs("per_benchmark_change"),
     log:
-        "logs/figure_per_benchmark_degradation.log",
+        "logs/figure_per_benchmark_change.log",
     localrule: True
     params:
-        name="per_benchmark_degradation",
+        name="per_benchmark_change",
         args=f"{FIG_ARGS} --pair {' '.join(PLAN.budget_pair)}",
 
 

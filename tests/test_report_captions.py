@@ -32,7 +32,7 @@ CAPTIONS = ROOT / "docs/report"
 METHODS = set(contracts.INTERVAL_NAMES.values())
 # Caption -> the stats table its figure draws the intervals of.
 FIGURE_TABLES = {"depth_vs_budget": "ci", "seed_variance": "ci", "pareto": "ci",
-                 "quality_vs_compute": "ci", "per_benchmark_degradation": "comparisons",
+                 "quality_vs_compute": "ci", "per_benchmark_change": "comparisons",
                  "learning_curves": "curves", "claims": "ci", "depth_ladder": "ladder"}
 
 
@@ -97,7 +97,7 @@ def test_the_figures_say_what_their_captions_say(tmp_path):
     said = "90% Multi-Bootstrap"
     fig = figures.depth_vs_budget(tables, order=["short", "long"])
     assert fig.legends[0].get_title().get_text().startswith(f"band: {said} CI")
-    fig = figures.per_benchmark_degradation(tables, None, ["short", "long"])
+    fig = figures.per_benchmark_change(tables, None, ["short", "long"])
     assert f"({said} CI)" in fig.axes[0].get_title()
     assert f"mean, {said} CI" in figures.seed_variance(
         tables, order=["short", "long"]).axes[0].get_legend_handles_labels()[1]
@@ -107,7 +107,7 @@ def test_the_figures_say_what_their_captions_say(tmp_path):
         ladder_report.figure(tables["ladder"], [tmp_path / "ladder.png", tmp_path / "ladder.svg"])
     assert f"{said} CI" in (tmp_path / "ladder.svg").read_text(encoding="utf-8")
     assert (tmp_path / "ladder.png").read_bytes()[:4] == b"\x89PNG"  # every format written
-    for name in ("depth_vs_budget", "per_benchmark_degradation", "seed_variance",
+    for name in ("depth_vs_budget", "per_benchmark_change", "seed_variance",
                  "learning_curves", "depth_ladder"):
         assert f"{said} confidence interval" in render(name, config)
 

@@ -194,8 +194,8 @@ def test_figures_say_the_tables_ci_level(tmp_path):
     fig = figures.depth_vs_budget(st, order=list(RECIPES))
     title = fig.legends[0].get_title().get_text()  # one legend, below the panels
     assert title.startswith("band: 90% calibrated CI")
-    degradation = figures.per_benchmark_degradation(st, None, RECIPES)
-    assert "(90% calibrated CI)" in degradation.axes[0].get_title()
+    change = figures.per_benchmark_change(st, None, RECIPES)
+    assert "(90% calibrated CI)" in change.axes[0].get_title()
     labels = figures.seed_variance(st, order=RECIPES).axes[0].get_legend_handles_labels()[1]
     assert "mean, 90% calibrated CI" in labels
     ladder = pd.DataFrame({"depth": [1, 2, 3], "p50_ms": [12.0, 22.0, 32.0], "runs_used": 2})

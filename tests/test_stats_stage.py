@@ -103,7 +103,7 @@ def test_figures_and_report_render_from_the_tables(tables, tmp_path):
     lat_path = tmp_path / "lat.parquet"
     latency.to_parquet(lat_path)
     for name, fig in [("a", figures.depth_vs_budget(st, order=["short", "long"])),
-                      ("b", figures.per_benchmark_degradation(st, ["short", "long"])),
+                      ("b", figures.per_benchmark_change(st, ["short", "long"])),
                       ("c", figures.seed_variance(st, order=["short", "long"])),
                       ("d", figures.pareto(st, latency, ["short", "long"]))]:
         figures.save(fig, [tmp_path / f"{name}.png"])

@@ -84,7 +84,7 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     doc = json.loads((wd / "results/latency/coherence.json").read_text())
     assert doc["runs"][0]["relative_ladder"]["q"][0] == 1.0 and "q" in doc["how_to_read"]
     assert isinstance(doc["absolute_verified"], bool)
-    for name in ("depth_vs_budget", "per_benchmark_degradation", "seed_variance", "pareto",
+    for name in ("depth_vs_budget", "per_benchmark_change", "seed_variance", "pareto",
                  "quality_vs_compute"):
         assert (wd / f"results/figures/{name}.png").stat().st_size > 10_000
     results = (wd / "results/RESULTS.md").read_text()
@@ -158,7 +158,7 @@ IMPORTERS = {
     "workflow_scripts/stats/multibootstrap.py": {"stats", "curves", "ladder_stats", "claims"},
     "workflow_scripts/claims/render.py": {"claims", "claims_figure"},
     "workflow_scripts/biencoder/report/figures.py": {"figure_depth_vs_budget", "figure_pareto",
-                                              "figure_per_benchmark_degradation",
+                                              "figure_per_benchmark_change",
                                               "figure_seed_variance",
                                               "figure_learning_curves",
                                               "figure_quality_vs_compute"},

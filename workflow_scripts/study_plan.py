@@ -29,7 +29,7 @@ from workflow_scripts.core.contracts import (
 from workflow_scripts.ladder import KINDS, METHODS
 
 # The bi-encoder study's figures, in report order (one rule each: rules/figures.smk).
-BIENCODER_FIGURES = ("depth_vs_budget", "per_benchmark_degradation", "seed_variance",
+BIENCODER_FIGURES = ("depth_vs_budget", "per_benchmark_change", "seed_variance",
                      "pareto", "quality_vs_compute", "learning_curves")
 
 
@@ -209,7 +209,7 @@ class StudyPlan:
         """The bi-encoder figures this config draws."""
         names = list(BIENCODER_FIGURES)
         if self.budget_pair[0] == self.budget_pair[1]:  # one recipe: no budget effect
-            names.remove("per_benchmark_degradation")
+            names.remove("per_benchmark_change")
         if not self.curve_recipes:
             names.remove("learning_curves")
         return names

@@ -2,7 +2,7 @@
 (labelled with the CI level and method the tables record) and, for pareto, the canonical
 latency ladder; quality_vs_compute reads the training compute (compute.parquet) beside the
 intervals. The figures live by concern: figures_depth.py (depth_vs_budget,
-per_benchmark_degradation, seed_variance), figures_latency.py (pareto),
+per_benchmark_change, seed_variance), figures_latency.py (pareto),
 figures_training.py (learning_curves, quality_vs_compute); this module is their CLI.
 
 CLI: python -m workflow_scripts.biencoder.report.figures NAME --stats-dir results/stats
@@ -22,7 +22,7 @@ import pandas as pd
 
 from workflow_scripts.biencoder.report.figures_depth import (
     depth_vs_budget,
-    per_benchmark_degradation,
+    per_benchmark_change,
     seed_variance,
     trained_arms,
 )
@@ -31,9 +31,9 @@ from workflow_scripts.biencoder.report.figures_training import learning_curves, 
 from workflow_scripts.core import contracts
 
 __all__ = ["busy_runs", "depth_vs_budget", "learning_curves", "load_stats", "pareto",
-           "pareto_front", "per_benchmark_degradation", "quality_vs_compute", "save",
+           "pareto_front", "per_benchmark_change", "quality_vs_compute", "save",
            "seed_variance", "trained_arms"]
-FIGURES = {f.__name__: f for f in (depth_vs_budget, per_benchmark_degradation, seed_variance,
+FIGURES = {f.__name__: f for f in (depth_vs_budget, per_benchmark_change, seed_variance,
                                    pareto, learning_curves, quality_vs_compute)}
 
 
@@ -53,7 +53,7 @@ def main(argv=None) -> None:
     ap.add_argument("--latency-summary", help="per-run latency summary parquet (pareto: "
                     "whether the machine was busy)")
     ap.add_argument("--budget-order", nargs="*", default=[], help="recipes, smallest budget first")
-    ap.add_argument("--pair", nargs=2, help="recipes A B of per_benchmark_degradation (B - A)")
+    ap.add_argument("--pair", nargs=2, help="recipes A B of per_benchmark_change (B - A)")
     ap.add_argument("--out", nargs="+", required=True)
     a = ap.parse_args(argv)
     stats = load_stats(a.stats_dir, {"learning_curves": ("curves", "curves_onset"),
@@ -66,8 +66,8 @@ def main(argv=None) -> None:
         busy = (busy_runs(contracts.read_parquet(a.latency_summary)) if a.latency_summary
                 else [])
         fig = pareto(stats, contracts.read_parquet(a.latency), order, busy)
-    elif a.name == "per_benchmark_degradation":
-        fig = per_benchmark_degradation(stats, a.pair, order)
+    elif a.name == "per_benchmark_change":
+        fig = per_benchmark_change(stats, a.pair, order)
     else:
         fig = FIGURES[a.name](stats, order=order)
     save(fig, a.out)

@@ -1,5 +1,5 @@
 """Figures of the metric by depth: depth_vs_budget (every arm's mean with its band),
-per_benchmark_degradation (the budget effect per benchmark) and seed_variance (each seed's
+per_benchmark_change (the budget effect per benchmark) and seed_variance (each seed's
 mean beside the interval), from results/stats/{ci,seeds,comparisons}.parquet; plus the arm
 helpers the other figure modules share. The CLI is figures.py."""
 
@@ -101,7 +101,7 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
     return fig
 
 
-def per_benchmark_degradation(stats: dict, pair=None, order=()) -> plt.Figure:
+def per_benchmark_change(stats: dict, pair=None, order=()) -> plt.Figure:
     """Change from the short to the long budget per benchmark and depth, with its CI."""
     comp = _joint(stats["comparisons"])
     comp = comp[comp.kind == "recipe"]
