@@ -441,6 +441,7 @@ def test_paper_claims_on_synthetic_per_query_files(tmp_path):
     heads = table[table.row == "claim"].set_index("claim")
     assert len(heads) == 8 and "not-applicable" not in set(heads.verdict)
     assert heads.loc["decline-after-20k", "verdict"] == "supported"
+    assert heads.loc["decline-after-20k", "last_step"] == 40000.0  # the grid's end, for the plot
     assert heads.loc["per-depth-beats-2d-matryoshka", "verdict"] == "supported"
     assert heads.loc["degradation-80k", "verdict"] == "supported"
     assert heads.loc["degradation-on-fiqa", "verdict"] == "supported"

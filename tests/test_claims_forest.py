@@ -86,3 +86,15 @@ def test_an_onset_strip_starts_at_step_0(figure):
     grid started at 10."""
     declines = figure.axes[3]
     assert declines.get_xlim()[0] == 0.0 and declines.get_xlim()[1] > 24.0
+
+
+def test_an_onset_strip_spans_the_step_grid():
+    """An onset at 6 [6, 6] on a 0-24 grid: the axis runs over the grid (claims.parquet's
+    last_step), not 0-9 around the interval."""
+    rec = {**row("early", "after", 4.0, 6.0, 6.0, 6.0, "supported"), "last_step": 24.0}
+    never = {**row("never", "after", 6.0, NAN, INF, INF, "refuted"), "last_step": 24.0}
+    fig = forest.forest_figure(pd.DataFrame([rec, never]))
+    for ax in fig.axes:
+        lo, hi = ax.get_xlim()
+        assert lo == 0.0 and hi >= 24.0
+    forest.plt.close(fig)

@@ -50,7 +50,7 @@ COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "
            "threshold", "epsilon", "benchmark", "metric", "estimate", "ci_low", "ci_high", "ci",
            "interval", "mb_ci_low", "mb_ci_high", "p_support", "p_refute", "p_support_holm",
            "p_refute_holm", "alpha", "verdict", "design", "resample", "caveats",
-           "seeds_needed", "note", "n_members")
+           "seeds_needed", "note", "n_members", "last_step")
 
 
 @dataclass(frozen=True)

@@ -68,15 +68,16 @@ def plotted_text(rec: dict) -> str:
 
 def x_range(rec: dict) -> tuple[float, float] | None:
     """Limits covering the finite estimate, CI ends and thresholds of one claim, padded; an
-    onset claim's from step 0 (the base), where its grid starts."""
+    onset claim's over its step grid, from step 0 (the base) to `last_step` where known."""
     xs = [_num(rec.get(k)) for k in ("estimate", "ci_low", "ci_high")]
     xs += [x for x, *_ in reference_lines(rec)]
     xs = [x for x in xs if math.isfinite(x)]
     if not xs:
         return None
     lo, hi = min(xs), max(xs)
-    if _text(rec.get("test")) in ONSET_TESTS:
-        lo = 0.0
+    if _text(rec.get("test")) in ONSET_TESTS:  # the step grid: from 0 to its last step
+        lo, last = 0.0, _num(rec.get("last_step"))
+        hi = max(hi, last) if math.isfinite(last) else hi
     span = hi - lo if hi > lo else max(abs(hi) * 0.2, 1e-3)
     pad = 0.12 * span
     # An infinite CI end gets room for its arrow beyond the last finite value.
@@ -152,7 +153,11 @@ def _no_decline_strip(ax, rec: dict, color: str) -> None:
     samples never decline)."""
     lo, step = _num(rec.get("ci_low")), _num(rec.get("threshold"))
     last = max((x for x in (step, lo) if math.isfinite(x)), default=math.nan)
-    if math.isfinite(last) and last > 0:
+    grid_end = _num(rec.get("last_step"))
+    if math.isfinite(grid_end) and grid_end > 0:  # the step grid, room for the marker's label
+        ax.set_xlim(0.0, 1.15 * max(grid_end, last if math.isfinite(last) else 0.0))
+        ax.grid(axis="x", alpha=0.3, lw=0.5)
+    elif math.isfinite(last) and last > 0:
         ax.set_xlim(0.0, 1.5 * last)
         ax.grid(axis="x", alpha=0.3, lw=0.5)
     else:

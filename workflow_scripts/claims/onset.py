@@ -58,11 +58,16 @@ def decide_onset(m: Member, data: Data) -> dict:
     p_support = (nboot - count + 1) / (nboot + 1)
     p_refute = (count + 1) / (nboot + 1)
     best = float(onset["best_step"])
+    # The distribution lists every step of the grid (share 0 included): its last step is
+    # where the forest plot's onset axis ends.
+    grid = dist["onset_step"].to_numpy(dtype=float)
+    last = float(np.nanmax(grid)) if np.isfinite(grid).any() else math.nan
     return {"interval": str(onset["interval"]), "design": "steps paired by seed",
             "resample": str(onset["resample"]), "ci": float(onset["ci"]),
             "estimate": float(onset["onset_step"]), "ci_low": float(onset["onset_ci_low"]),
             "ci_high": float(onset["onset_ci_high"]), "mb_ci_low": math.nan,
             "mb_ci_high": math.nan, "p_support": p_support, "p_refute": p_refute,
+            "last_step": last,
             "caveats": f"ε {float(onset['epsilon']):g}; best step {best:g}; decline in "
                        f"{round(float(onset['p_onset']) * nboot)} of {nboot} samples "
                        f"({notation.percent(float(onset['p_onset']))})"}
