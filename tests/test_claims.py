@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -442,6 +443,8 @@ def test_paper_claims_on_synthetic_per_query_files(tmp_path):
     assert len(heads) == 8 and "not-applicable" not in set(heads.verdict)
     assert heads.loc["decline-after-20k", "verdict"] == "supported"
     assert heads.loc["decline-after-20k", "last_step"] == 40000.0  # the grid's end, for the plot
+    assert re.search(r"decline in (\d+) of \1 samples \(100%\)",
+                     heads.loc["decline-after-20k", "caveats"])  # a count, not only a rounded %
     assert heads.loc["per-depth-beats-2d-matryoshka", "verdict"] == "supported"
     assert heads.loc["degradation-80k", "verdict"] == "supported"
     assert heads.loc["degradation-on-fiqa", "verdict"] == "supported"
