@@ -213,3 +213,11 @@ def test_bad_adaptive_seeds_stop_the_config_check(change, message):
     config["adaptive_seeds"] = {**config["adaptive_seeds"], "claims": ["d"], **change}
     (error,) = claim_errors(config)
     assert message in error
+
+
+def test_an_open_claims_reason_names_the_level_its_seed_count_is_planned_at():
+    """look0.json said 'planner: 6' where claims.md said '5 seeds would settle it': two
+    levels; the reason names the last look's α (claims.md names its own)."""
+    status, reason = looks._state("inconclusive", 6.0, 0, [3, 5], 5, 0.0189516)
+    assert status == "open"
+    assert reason == "5 seeds per arm at look 1 (planner: 6 at the last look's α = 0.019)"
