@@ -1,13 +1,12 @@
-"""README quotes the coverage of the current interval rule; the figure must be the one
-bench/coverage.py's rerun recorded in docs/coverage.md, not an older run's."""
+"""README quotes the 3-seed coverage of the calibrated df rule; the figure must be the one
+bench/coverage.py's 3-seed rerun recorded in docs/coverage.md, not an older run's."""
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 
 
-def current_rule_range() -> tuple[str, str]:
+def three_seed_rerun_range() -> tuple[str, str]:
     coverage = (ROOT / "docs" / "coverage.md").read_text()
     section = coverage.split("## Rerun with the current rule", 1)[1]
     found = re.search(
@@ -17,9 +16,9 @@ def current_rule_range() -> tuple[str, str]:
     return found.group(1), found.group(2)
 
 
-def test_readme_quotes_the_current_rules_coverage():
-    low, high = current_rule_range()
+def test_readme_quotes_the_three_seed_reruns_coverage():
+    low, high = three_seed_rerun_range()
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"covers {low}–{high}%" in readme, (
-        f"README.md must quote the current rule's coverage {low}–{high}% (docs/coverage.md)"
+        f"README.md must quote the 3-seed rerun's coverage {low}–{high}% (docs/coverage.md)"
     )
