@@ -28,9 +28,11 @@ def _digests(wd) -> dict:
 
 
 def _run_until(wd, cfg, path) -> None:
-    """`snakemake --cores 1` killed (SIGKILL, with its jobs) once `path` exists."""
+    """`snakemake --cores 1` killed (SIGKILL, with its jobs) once `path` exists. Without the
+    preloaded interpreter (which reruns nothing): its import would be killed unused."""
     proc = subprocess.Popen([*SNAKEMAKE, "-s", str(wd / "Snakefile"), "--directory", str(wd),
-                             "--configfile", str(cfg), "--cores", "1"],
+                             "--configfile", str(cfg), "--cores", "1",
+                             "--config", "preload=false"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     deadline = time.monotonic() + 300

@@ -9,6 +9,7 @@ import yaml
 from conftest import ROOT, job_counts, snakemake
 from test_study_plan import CONFIGS, expected_jobs, load
 
+from workflow_scripts.study_config import check_config
 from workflow_scripts.study_plan import StudyPlan
 
 
@@ -71,15 +72,26 @@ def _set(cfg, path, value):
      "config key recipes.long.eval_steps[1]: 30 is beyond the recipe's 24 steps"),
     (["recipes", "long", "eval_steps"], [0], "config key recipes.long.eval_steps[0]: 0 is less"),
 ])
-def test_bad_config_stops_before_any_job_naming_the_key(tmp_path, path, value, message):
+def test_bad_config_is_refused_naming_the_key(path, value, message):
+    """The Snakefile's check (study_config.check_config), in process: one Snakemake run per
+    message would cost a parse each; the next test shows Snakemake stopping on it."""
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     _set(cfg, path, value)
+    with pytest.raises(ValueError) as e:
+        check_config(cfg)
+    assert message in str(e.value)
+
+
+def test_bad_config_stops_snakemake_before_any_job_naming_the_key(tmp_path):
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    _set(cfg, ["recipes", "long", "eval_steps"], [12, 6])
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(cfg))
     proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(bad), check=False)
     assert proc.returncode != 0
-    assert message in proc.stdout + proc.stderr
-    assert not (tmp_path / "results").exists()
+    assert ("config key recipes.long.eval_steps[1]: 6 does not follow 12; the steps must "
+            "increase") in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "results").exists()
 
 
 def test_a_file_of_overrides_alone_says_the_default_was_replaced(tmp_path):

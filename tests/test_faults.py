@@ -98,6 +98,8 @@ def test_a_second_run_in_a_running_studys_folder_is_refused_before_its_dag(tmp_p
         while not (lock.exists() and lock.read_text().startswith("pid")):
             assert first.poll() is None and time.monotonic() < deadline, "the first never ran"
             time.sleep(0.1)
+        # Held still while the lock holds: its jobs would only compete with the second run.
+        os.killpg(first.pid, signal.SIGSTOP)
         second = snakemake(tmp_path, "--cores", "1", check=False)
         said = second.stdout + second.stderr
         assert second.returncode != 0
@@ -106,6 +108,7 @@ def test_a_second_run_in_a_running_studys_folder_is_refused_before_its_dag(tmp_p
         assert snakemake(tmp_path, "-n", "--cores", "1").returncode == 0
     finally:
         os.killpg(first.pid, signal.SIGINT)
+        os.killpg(first.pid, signal.SIGCONT)
         first.wait(timeout=60)
 
 

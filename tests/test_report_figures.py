@@ -181,7 +181,7 @@ def test_usage_section_from_the_usage_table(tmp_path):
                  "--cards", str(card), "--out", str(out)])
     md = out.read_text(encoding="utf-8")
     section = md.split("## Measured time and memory per rule", 1)[1].split("## Data", 1)[0]
-    assert "benchmark files" in section and "`mem_mb`" in section and "`runtime`" in section
+    assert "core/launch.py" in section and "`mem_mb`" in section and "`runtime`" in section
     assert "| train | 6 | 1200.5 | 250.0 | 3100.0 | 2300.0 |" in section
     contracts.write_parquet(tmp_path / "bad.parquet", usage.drop(columns="max_rss_mb"))
     with pytest.raises(contracts.DataError, match="max_rss_mb"):

@@ -140,6 +140,10 @@ def test_config_key_value_strings_are_typed_where_the_overrides_put_them():
     names = {"benchmarks": ["nan", "scifact"]}
     typed_overrides(names, {"benchmarks": ["nan", "scifact"]})
     assert names == {"benchmarks": ["nan", "scifact"]}
+    # YAML's true/false at the top (Snakemake types only True/False there): preload=false
+    flags = {"preload": "false", "base_model": "model-1"}
+    typed_overrides(flags, {"preload": "false", "base_model": "model-1"})
+    assert flags == {"preload": False, "base_model": "model-1"}
 
 
 def test_a_config_of_overrides_alone_is_told_to_stack_on_the_default():

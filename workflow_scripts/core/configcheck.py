@@ -157,11 +157,12 @@ def train_once_errors(config: dict) -> list[str]:
 
 def typed_overrides(config: dict, overrides: dict) -> None:
     """Give `--config key=value` values their types in `config`, in place. Snakemake types a
-    top-level value (int, float, True/False) but reads a list or mapping with YAML's base
-    loader, every item a string: `depths=[1,2]` would give ['1', '2'] and
-    `stats={nboot: 100}` nboot '100'. Each string that `overrides` (Snakemake's parsed
-    --config) holds inside such a value is typed as Snakemake types a top-level one, at
-    the same place in `config` (where the files' values were merged with it)."""
+    top-level value (int, float, True/False, but not YAML's true/false) but reads a list or
+    mapping with YAML's base loader, every item a string: `depths=[1,2]` would give
+    ['1', '2'] and `stats={nboot: 100}` nboot '100'. Each string that `overrides`
+    (Snakemake's parsed --config) holds, at the top or inside such a value, is typed as
+    Snakemake types a top-level one, true/false included, at the same place in `config`
+    (where the files' values were merged with it)."""
 
     def scalar(x):
         if not isinstance(x, str):
@@ -185,7 +186,7 @@ def typed_overrides(config: dict, overrides: dict) -> None:
         return scalar(here) if isinstance(given, str) and here == given else here
 
     for key, value in overrides.items():
-        if isinstance(value, dict | list) and key in config:
+        if isinstance(value, dict | list | str) and key in config:
             config[key] = walk(config[key], value)
 
 

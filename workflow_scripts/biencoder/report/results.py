@@ -169,14 +169,18 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame,
 
 
 def usage_section(usage: pd.DataFrame) -> str:
-    """results/usage.parquet: Snakemake's benchmark of every job, summed per rule."""
-    return ("## Measured time and memory per rule\n\nFrom Snakemake's per-job benchmark files "
-            "(`benchmark:`), per rule: totals over its jobs, and its largest job's wall time "
-            "(`seconds_max`) and peak memory (`max_rss_mb`); to size a cluster profile, give "
-            "each rule's jobs a `mem_mb` above its `max_rss_mb` and a `runtime` (minutes) "
-            "above its `seconds_max` / 60, with headroom (e.g. 1.5×) for larger inputs and "
-            "slower nodes. The `usage` and `report` rules run after this table; their "
-            "measurements are in results/benchmarks/usage.parquet.tsv and RESULTS.md.tsv."
+    """results/usage.parquet: every job's record (core/launch.py), summed per rule."""
+    return ("## Measured time and memory per rule\n\nFrom every job's record (wall time, CPU "
+            "time and peak resident memory of the job's process, written by core/launch.py "
+            "as results/benchmarks/<its log's name>.json), per rule: totals over its jobs, "
+            "and its largest job's wall time (`seconds_max`) and peak memory "
+            "(`max_rss_mb`). A job forked from the preload server counts the pages of the "
+            "libraries it shares with it, as a fresh process on a node would hold them. To "
+            "size a cluster profile, give each rule's jobs a `mem_mb` above its "
+            "`max_rss_mb` and a `runtime` (minutes) above its `seconds_max` / 60, with "
+            "headroom (e.g. 1.5×) for larger inputs and slower nodes. The `usage` and "
+            "`report` rules run after this table; their records are "
+            "results/benchmarks/usage.log.json and results/benchmarks/report.log.json."
             "\n\n" + md_table(usage[list(contracts.USAGE_COLUMNS)], 1) + "\n")
 
 
