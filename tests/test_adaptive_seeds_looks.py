@@ -217,7 +217,26 @@ def test_bad_adaptive_seeds_stop_the_config_check(change, message):
 
 def test_an_open_claims_reason_names_the_level_its_seed_count_is_planned_at():
     """look0.json said 'planner: 6' where claims.md said '5 seeds would settle it': two
-    levels; the reason names the last look's α (claims.md names its own)."""
-    status, reason = looks._state("inconclusive", 6.0, 0, [3, 5], 5, 0.0189516)
+    levels; the reason names the look whose α it is planned at (claims.md names its own)."""
+    status, reason = looks._state("inconclusive", 6.0, 0, [3, 5], 5, (1, 0.0189516))
     assert status == "open"
-    assert reason == "5 seeds per arm at look 1 (planner: 6 at the last look's α = 0.019)"
+    assert reason == ("5 seeds per arm at look 1 (planner: 6 at the last look's α = 0.019, "
+                      "the most lenient left)")
+    _, reason = looks._state("inconclusive", 6.0, 0, [3, 5, 8], 8, (1, 0.0073))
+    assert "(planner: 6 at look 1's α = 0.0073, the most lenient left)" in reason
+
+
+@pytest.mark.parametrize("spending", ["obrien-fleming", "pocock"])
+def test_an_open_claim_is_planned_at_the_most_lenient_look_left(spending):
+    """Only a later look can settle an open claim: its seed count (and the 'examples limit
+    it' stop) is planned at the largest level left. That is the last look under
+    O'Brien-Fleming spending, whose levels grow, but the next one under Pocock's, whose
+    levels fall (at 3, 4, ..., 10 seeds: 0.0027 at look 1 against 0.0016 at the last)."""
+    from workflow_scripts.stats.sequential import look_alphas
+
+    alphas = look_alphas(list(range(3, 11)), 0.025, spending)
+    for k in range(len(alphas) - 1):
+        j, level = looks.plan_level(alphas, k)
+        assert level == max(alphas[k + 1:]) and j > k
+        assert j == (len(alphas) - 1 if spending == "obrien-fleming" else k + 1)
+    assert looks.plan_level(alphas, len(alphas) - 1) == (len(alphas) - 1, alphas[-1])

@@ -90,7 +90,7 @@ def decisive_p(rec: dict) -> str:
 def notes(rec: dict) -> str:
     """Caveats, the decider's note and, for an inconclusive claim, the seeds that would
     settle it at the level α its row was decided at (claims/decide.py plans the count
-    there); a look of seeds on demand plans at the last look's level (claims/looks/run.py),
+    there); a look of seeds on demand plans at the most lenient look left's (claims/looks/run.py),
     so the two counts can differ: both say their α."""
     parts = [_text(rec.get("caveats")).strip(), _text(rec.get("note")).strip()]
     seeds, alpha = _num(rec.get("seeds_needed")), _num(rec.get("alpha"))

@@ -11,8 +11,9 @@ then each open claim either
 
   is decided (supported or refuted): frozen, its verdict that of this look;
   cannot be decided by seeds: the examples limit it (stats/seed_planning.py finds no seed
-      count that would settle it even at the last look's level, the most lenient of the
-      plan): frozen inconclusive, with the reason;
+      count that would settle it even at the most lenient level of the looks left: the
+      last under O'Brien-Fleming spending, the next under Pocock's, whose levels fall):
+      frozen inconclusive, with the reason;
   stays open: its trained arms get the next look's seeds (the planner's estimate of the
       seeds it needs is reported, not used: from a few seeds it is too noisy to stop on).
 
@@ -73,11 +74,19 @@ def _need(members: list[dict]) -> float:
     return min((n for n in (support, refute) if math.isfinite(n)), default=math.nan)
 
 
+def plan_level(alphas: list[float], k: int) -> tuple[int, float]:
+    """(look, level) a claim open at look k is planned at: the most lenient look left (the
+    last under O'Brien-Fleming spending; the next under Pocock's, whose levels fall), since
+    only a later look can settle it; look k itself at the last look."""
+    j = max(range(k + 1, len(alphas)), key=lambda i: (alphas[i], i), default=k)
+    return j, alphas[j]
+
+
 def _state(verdict: str, need: float, k: int, seeds: list[int], budget: int,
-           plan_alpha: float) -> tuple:
-    """(status, reason) of a claim decided at look k; `need` is planned at `plan_alpha`, the
-    last look's level (the most lenient look, yet stricter than the (1 - ci) / 2 at which
-    claims.md counts the seeds to settle a claim): the reason says which level."""
+           plan: tuple[int, float]) -> tuple:
+    """(status, reason) of a claim decided at look k; `need` is planned at `plan` (look,
+    level: plan_level, yet stricter than the (1 - ci) / 2 at which claims.md counts the
+    seeds to settle a claim): the reason says which level."""
     if verdict in DECIDED:
         return "decided", f"{verdict} at look {k} ({seeds[k]} seeds per arm)"
     if verdict != "inconclusive":
@@ -88,8 +97,9 @@ def _state(verdict: str, need: float, k: int, seeds: list[int], budget: int,
         return "examples limit", ("no seeds added: more seeds alone would not settle it "
                                   f"(seeds to settle it: {notation.UNREACHABLE}, the "
                                   "examples limit it)")
+    at = ("the last look's" if plan[0] == len(seeds) - 1 else f"look {plan[0]}'s")
     return "open", (f"{seeds[k + 1]} seeds per arm at look {k + 1} (planner: {need:.0f} at "
-                    f"the last look's α = {plan_alpha:.3g})")
+                    f"{at} α = {plan[1]:.3g}, the most lenient left)")
 
 
 def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
@@ -110,12 +120,13 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
             for c in live for key in look_arms.trained_arms(c)}
     data = claims_data.load(results, grid, live, arms)
     options, rows = decide.Options(settings, threads), []
+    planned = plan_level(alphas, k)
     for c in live:
-        # Decided at this look's level; planned at the last look's, the most lenient any
-        # look of the plan offers (what could still settle it).
-        head, *members = decide.decide_claim(c, data, options, alphas[k], alphas[-1])
+        # Decided at this look's level; planned at the most lenient look left (what could
+        # still settle it).
+        head, *members = decide.decide_claim(c, data, options, alphas[k], planned[1])
         status, reason = _state(head["verdict"], _need(members), k, seeds,
-                                adaptive_cfg["max_seeds"], alphas[-1])
+                                adaptive_cfg["max_seeds"], planned)
         state[c.id] = {"status": status, "verdict": head["verdict"], "reason": reason,
                        "look": k, "alpha": alphas[k],
                        "arms": look_arms.arm_rows({key: arms[key]
