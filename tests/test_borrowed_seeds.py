@@ -168,3 +168,30 @@ def test_equivalence_with_a_one_seed_arm_borrows_too():
     _, table = verdict({"a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r2", "depth": 1},
                         "test": "equivalent", "epsilon": 0.05}, data, g)
     assert "borrowed" in table.iloc[1]["caveats"]
+
+
+def test_a_ratio_members_planner_scales_the_borrowed_terms_as_its_test():
+    """b - rho * a with a one-seed arm a: the test scales a's borrowed seed terms by rho^2
+    (the fixed arm is rho * a), and the seed planner must plan with those same terms, not
+    the unscaled ones (which, at rho = 3, understate the seed noise ninefold)."""
+    from workflow_scripts.claims import decide
+    from workflow_scripts.stats import seed_planning
+
+    rng = np.random.default_rng(7)
+    examples = rng.normal(0.5, 0.2, 200)
+    a = (examples + rng.normal(0, 0.01, 200))[None, :]  # b is about 3 a: seeds dominate
+    b = 3 * examples + rng.normal(0, 0.05, (3, 1)) + rng.normal(0, 0.01, (3, 200))
+    donors = [examples + rng.normal(0, 0.05, (3, 1)) + rng.normal(0, 0.01, (3, 200))]
+    borrowed = borrowed_terms(donors)
+    c = decide.Contrast(a, b, "single-baseline", {"borrowed": borrowed}, ("seeds", "examples"),
+                        [])
+    rho, margin = 3.0, 0.05
+    tested = decide._kwargs(c, rho)["borrowed"]
+    assert [t.coef for t in tested] == pytest.approx([t.coef * rho**2 for t in borrowed])
+    terms = cal.compare(*c.sides(rho), design="single-baseline", ci=0.95,
+                               resample=c.resample, borrowed=tested).terms
+    want = seed_planning.seeds_for_margin(terms, margin, 0.95)
+    unscaled = cal.compare(*c.sides(rho), design="single-baseline", ci=0.95,
+                                  resample=c.resample, borrowed=borrowed).terms
+    assert want is not None and want != seed_planning.seeds_for_margin(unscaled, margin, 0.95)
+    assert decide.seeds_needed((c, rho, margin), 0.95) == float(max(want, 2))

@@ -157,16 +157,22 @@ def _borrowed(m: Member, data: Data) -> list:
 # ---------------------------------------------------------------------------------------
 # One member
 # ---------------------------------------------------------------------------------------
+def _kwargs(c: Contrast, rho: float) -> dict:
+    """The contrast's design options for b - rho * a: a one-seed arm's borrowed seed terms
+    scaled by rho^2 where the fixed arm is rho * a (the test and its planner alike)."""
+    kwargs = dict(c.kwargs)
+    if kwargs.get("borrowed") and rho != 1.0 and not c.swap:
+        kwargs["borrowed"] = [dataclasses.replace(t, coef=t.coef * rho**2)
+                              for t in kwargs["borrowed"]]
+    return kwargs
+
+
 def _compare(c: Contrast, opts: dict, alternative: str, threshold: float, threads,
              rho: float = 1.0) -> dict:
     a, b = c.sides(rho)
-    kwargs = dict(c.kwargs)
-    if kwargs.get("borrowed") and rho != 1.0 and not c.swap:  # the fixed arm is rho * a
-        kwargs["borrowed"] = [dataclasses.replace(t, coef=t.coef * rho**2)
-                              for t in kwargs["borrowed"]]
     return intervals.compare(a, b, design=c.design, alternative=alternative,
                              threshold=threshold, resample=c.resample, threads=threads,
-                             **opts, **kwargs)
+                             **opts, **_kwargs(c, rho))
 
 
 def _fieller(c: Contrast, opts: dict, estimate: float, threads) -> tuple[float, float]:
@@ -248,7 +254,7 @@ def seeds_needed(plan, ci: float) -> float:
     c, rho, margin = plan
     a, b = c.sides(rho)
     try:
-        r = cal.compare(a, b, design=c.design, ci=ci, resample=c.resample, **c.kwargs)
+        r = cal.compare(a, b, design=c.design, ci=ci, resample=c.resample, **_kwargs(c, rho))
     except ValueError:
         return math.nan
     n = seed_planning.seeds_for_margin(r.terms, margin, ci)
