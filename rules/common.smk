@@ -124,7 +124,9 @@ wildcard_constraints:
 
 
 # The preloaded interpreter: started for a local run with two or more jobs to run in it,
-# stopped when the run ends (it also ends by itself when Snakemake is gone).
+# stopped when the run ends (it also ends by itself when Snakemake is gone). A server named
+# by DEPTHLAB_PRELOAD when Snakemake starts (started with the jobs' environment, as
+# tests/conftest.py does once per test process) is used instead; preload off uses none.
 PRELOAD = []
 
 
@@ -134,7 +136,10 @@ onstart:
         for j in workflow.dag.needrun_jobs()
         if PRELOADED in (j.rule.shellcmd or "")
     ]
-    if config["preload"] and workflow.local_exec and len(jobs) >= 2:
+    given = os.environ.get(launch.SOCKET_ENV, "")
+    if not (config["preload"] and workflow.local_exec):
+        os.environ.pop(launch.SOCKET_ENV, None)
+    elif len(jobs) >= 2 and not os.path.exists(given):
         modules = ["torch", "pandas", "pyarrow.parquet"]
         if PLAN.has_biencoder:
             modules.append("sentence_transformers")

@@ -156,11 +156,32 @@ def copy_workflow(dest) -> Path:
     return dest
 
 
+_SERVER = []
+
+
+def preload_server() -> str:
+    """This test process's preloaded interpreter (core/launch.py), shared by the Snakemake
+    runs of snakemake() below: each would otherwise import sentence-transformers (~7 s)
+    again. Started with the environment those runs give their jobs (the modules it imports
+    read it); it ends with this process."""
+    if not _SERVER:
+        from workflow_scripts.core import launch
+
+        env = {**os.environ, "PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false"}
+        env.pop(launch.SOCKET_ENV, None)
+        _SERVER.append(launch.start_server(
+            ["torch", "pandas", "pyarrow.parquet", "sentence_transformers"], env=env))
+    return _SERVER[0].socket
+
+
 def snakemake(workdir, *args, check=True, timeout=900, env=None) -> subprocess.CompletedProcess:
     """Run the workflow in `workdir` (outputs land there, not in the repo): the workflow
     copy there if it has one (copy_workflow), else the repository's. `env`: variables to
-    set for it."""
-    env = {**os.environ, "PYTHONHASHSEED": "0", **(env or {})}
+    set for it; without them the run's jobs fork from this process's preload_server()."""
+    from workflow_scripts.core import launch
+
+    shared = {} if env else {launch.SOCKET_ENV: preload_server()}
+    env = {**os.environ, "PYTHONHASHSEED": "0", **shared, **(env or {})}
     workdir = Path(workdir)
     snakefile = workdir / "Snakefile" if (workdir / "Snakefile").exists() else ROOT / "Snakefile"
     cmd = [*SNAKEMAKE, "-s", str(snakefile), "--directory", str(workdir), *args]

@@ -17,7 +17,9 @@ descriptors, and imports every workflow_scripts module afresh (the server import
 this one), so it computes what a fresh process computes (tests/test_launch.py compares the
 bytes). What a fork cannot change: modules imported by the server read their environment
 variables at import, so the server is started with the jobs' environment; each stage sets
-torch's threads itself (core/runtime.set_threads). Without a server (a cluster job, preload
+torch's threads itself (core/runtime.set_threads). A server named by DEPTHLAB_PRELOAD before
+Snakemake starts serves its run instead of a new one (tests/conftest.py starts one per test
+process, with the environment it gives Snakemake). Without a server (a cluster job, preload
 off, or a server that is gone) the stage runs as a fresh `python -m MODULE` child.
 
 A job dies with its client: in preloaded mode the supervisor process that waits for the job
@@ -268,17 +270,19 @@ class Server:
         Path(self.socket).unlink(missing_ok=True)
 
 
-def start_server(preload: list[str], log: str | None = None) -> Server:
-    """Start a server importing `preload`, with this process's environment, ending when
-    this process does. Returns at once (the imports run in the background)."""
+def start_server(preload: list[str], log: str | None = None,
+                 env: dict[str, str] | None = None) -> Server:
+    """Start a server importing `preload`, with this process's environment (or `env`: the
+    jobs' own, which the modules it imports read), ending when this process does. Returns
+    at once (the imports run in the background)."""
     name = f"depthlab-{os.getpid()}-{os.urandom(4).hex()}.sock"
     path = os.path.join(tempfile.gettempdir(), name)
     out = subprocess.DEVNULL
     if log:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
         out = open(log, "ab")  # noqa: SIM115 (the server's for its lifetime)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     proc = subprocess.Popen(
         [sys.executable, "-m", "workflow_scripts.core.launch", "serve", "--socket", path,
          "--parent", str(os.getpid()), "--preload", *preload],
