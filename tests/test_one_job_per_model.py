@@ -19,6 +19,8 @@ import pytest
 import yaml
 from conftest import SNAKEMAKE, copy_workflow, job_counts, planned_jobs, snakemake
 
+from workflow_scripts.core import launch, paths
+
 
 def _config(model) -> dict:
     return {
@@ -53,10 +55,10 @@ def _write(wd, conf):
     return cfg
 
 
-def _run(wd, conf, *args, targets=None):
+def _run(wd, conf, *args, targets=None, env=None):
     cfg = _write(wd, conf)
     proc = snakemake(wd, *args, *(targets or _targets(conf)), "--cores", "2",
-                     f"--configfile={cfg}")
+                     f"--configfile={cfg}", env=env)
     return proc.stdout + proc.stderr
 
 
@@ -74,7 +76,7 @@ def _trainings(out: str) -> dict:
 def study(tmp_path_factory, tiny_model):
     wd = copy_workflow(tmp_path_factory.mktemp("jobs") / "study")
     conf = _config(tiny_model)
-    out = _run(wd, conf)
+    out = _run(wd, conf, env={launch.SOCKET_ENV: ""})  # no server given: the run starts one
     return wd, conf, out
 
 
@@ -89,6 +91,9 @@ def test_every_model_and_run_is_its_own_job_in_the_preloaded_interpreter(study):
     assert len(records) >= 11 and modes == {"preloaded", "fresh"}, modes
     train = json.loads(next((wd / "results/benchmarks/train").rglob("*.json")).read_text())
     assert train["mode"] == "preloaded" and train["cpu_s"] > 0 and train["max_rss_mb"] > 50
+    # The run started its own server (none was given), and stopped it.
+    assert "preloaded torch pandas pyarrow.parquet sentence_transformers; serving" in (
+        wd / "logs/preload.log").read_text()
 
 
 @pytest.mark.slow
@@ -129,10 +134,14 @@ def test_added_seeds_train_only_themselves(study):
     trained = set(re.findall(r"checkpoints/(r\d/top1/seed\d)/model.safetensors", outputs))
     assert trained == {"r1/top1/seed3", "r1/top1/seed4"}
     assert set(re.findall(r"runs/t/\w+/k\d/seed(\d)\.parquet", outputs)) == {"3"}
-    _run(wd, more)
+    served = (wd / "logs/preload.log").read_text()
+    _run(wd, more)  # in the server conftest gives: the run starts none of its own
     after = _hashes(wd)
     assert {k: after[k] for k in before} == before  # no finished model or run changed
     assert len(after) == len(before) + 2 + 4
+    assert (wd / "logs/preload.log").read_text() == served
+    new = json.loads((wd / paths.record_of("logs/train/r1/top1/seed3.log")).read_text())
+    assert new["mode"] == "preloaded"
 
 
 @pytest.mark.slow
