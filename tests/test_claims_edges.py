@@ -3,6 +3,9 @@ onset claims), so that one claim set cannot mix metrics silently."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from workflow_scripts.claims import spec
 
 
@@ -64,3 +67,33 @@ def test_refute_side_keeps_holm(monkeypatch):
     verdict, members = _family_with(monkeypatch, (0.9, 0.9), (0.02, 0.02))
     assert verdict == "inconclusive"
     assert members.p_refute_holm.tolist() == [0.04, 0.04]
+
+
+def test_an_equivalence_is_refuted_by_the_folded_test_not_the_nearer_side():
+    """|delta| > epsilon is a union of two sides: its p is the near side's at its margin plus
+    the far side's at the other (decide.refute_equivalence_p), so at epsilon = 0 it is the
+    two-sided p (the nearer side's alone is half of it: up to 2 alpha where epsilon is small
+    against the se, bench/equivalence_refute.py) and far beyond the se it is the near side's."""
+    from workflow_scripts.claims.decide import refute_equivalence_p
+    from workflow_scripts.stats import calibrated as cal
+
+    rng = np.random.default_rng(3)
+    ex = rng.normal(0, 0.2, 400)
+    a = ex + rng.normal(0, 0.1, (5, 400))
+    b = ex + 0.01 + rng.normal(0, 0.1, (5, 400))
+
+    def p(alternative, threshold):
+        return cal.compare(a, b, design="paired", threshold=threshold,
+                           alternative=alternative).p_value
+
+    r = cal.compare(a, b, design="paired")
+    assert r.estimate > 0
+    two_sided = 2 * min(p("greater", 0.0), p("less", 0.0))
+    assert refute_equivalence_p(p("greater", 0.0), p("greater", -0.0)) == pytest.approx(
+        two_sided)
+    for eps in (0.1 * r.se, r.se, 5 * r.se):
+        near, far = p("greater", eps), p("greater", -eps)
+        folded = refute_equivalence_p(near, far)
+        assert folded >= min(p("greater", eps), p("less", -eps)) and folded >= near
+        assert folded - near == pytest.approx(far) and far < near
+    assert far < 0.01 * near  # 5 se: the far side adds next to nothing

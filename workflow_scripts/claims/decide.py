@@ -235,7 +235,13 @@ def decide_member(m: Member, data: Data, options: Options) -> dict:
                                    alpha=(1 - opts["ci"]) / 2, resample=c.resample,
                                    threads=threads, method=opts["method"],
                                    nboot=opts["nboot"], seed=opts["seed"], **c.kwargs)
-        row.update(p_support=eq["equivalence_p"], p_refute=min(g["p_value"], less["p_value"]))
+        # Refuted: |delta| > epsilon, the near side's test at its margin plus the far
+        # side's at the other (refute_equivalence_p).
+        positive = g["estimate"] >= 0
+        near = (g if positive else less)["p_value"]
+        far = _compare(c, opts, "greater" if positive else "less",
+                       -m.epsilon if positive else m.epsilon, threads, rho)["p_value"]
+        row.update(p_support=eq["equivalence_p"], p_refute=refute_equivalence_p(near, far))
         margin = abs(m.epsilon - abs(row["estimate"]))
     else:
         p = {"greater": g["p_value"], "less": less["p_value"]}
@@ -247,6 +253,15 @@ def decide_member(m: Member, data: Data, options: Options) -> dict:
         margin = abs(g["estimate"] - at)
     row["_plan"] = (c, rho, margin)
     return row
+
+
+def refute_equivalence_p(near: float, far: float) -> float:
+    """p of "|delta| > epsilon" (an equivalence refuted), of level alpha at the boundary
+    delta = +-epsilon: for a positive estimate near = p_greater(epsilon) and far =
+    p_greater(-epsilon) (a negative one mirrors it), whose sum is the folded test's p under
+    a symmetric pivot. The near side's p alone (or the smaller of the two sides') rejects
+    up to 2 alpha where epsilon is small against the standard error."""
+    return min(1.0, near + far)
 
 
 def seeds_needed(plan, ci: float) -> float:
