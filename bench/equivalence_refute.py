@@ -69,8 +69,8 @@ def main() -> None:
         olo, ohi = wilson(old, a.studies)
         print(f"  epsilon = {ratio:>4} se: folded p {new / a.studies:.4f} [{lo:.4f}, {hi:.4f}]"
               f"  (old min of sides {old / a.studies:.4f} [{olo:.4f}, {ohi:.4f}]), "
-              f"ratio to alpha {new / a.studies / a.alpha:.2f} (old {old / a.studies / a.alpha:.2f})",
-              flush=True)
+              f"ratio to alpha {new / a.studies / a.alpha:.2f} "
+              f"(old {old / a.studies / a.alpha:.2f})", flush=True)
 
 
 if __name__ == "__main__":
