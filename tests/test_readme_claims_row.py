@@ -11,8 +11,8 @@ import re
 
 import pandas as pd
 import yaml
-
 from conftest import ROOT
+
 from workflow_scripts.claims import render
 
 HEADER = "| claim | statement | verdict | decided by | estimate [CI] |"
