@@ -1,5 +1,6 @@
 # depthlab: depth-ablation studies of neural encoders, end to end.
-# README.md: quick start, figures, cluster; docs/architecture.md: the DAG, contracts, layout.
+# README.md: what it is, the two commands; docs/guide.md: running, figures, cluster;
+# docs/architecture.md: the DAG, contracts, layout.
 import os
 import sys
 

@@ -117,7 +117,7 @@ def kill_when(ready, comment_prefix: str, process: str, timeout: float = 300) ->
 
     Not `scancel`: SLURM records a cancelled job as "CANCELLED by <uid>", which the slurm
     executor plugin (2.8.0) does not recognise as failed, so Snakemake would wait for it
-    forever (README, "When things go wrong")."""
+    forever (docs/guide.md, "When things go wrong")."""
     deadline = time.monotonic() + timeout
     while not ready():
         if time.monotonic() > deadline:
