@@ -14,7 +14,11 @@ from workflow_scripts.claims import layout, spec
 
 BASE = {1: 0.30, 2: 0.40, 3: 0.50, 6: 0.62}  # untrained truncated model, NDCG@10
 TOP = {1: 0.40, 2: 0.48, 3: 0.55, 6: 0.56}  # trained: helps L1-L3, hurts the full model
-ADAPTIVE_DROP = 0.08  # training once: 0.08 below per-depth training at every depth
+# Training once: 0.25 below per-depth training at every depth. At 3 seeds a member's
+# calibrated p falls only slowly as the gap grows (the seed variance 2 df leave open,
+# stats/tail_calibration.py: about 0.01 at a gap of 0.08, 0.004 at 0.25), and refuting
+# "matches at every depth" takes one member under alpha / 4 (Holm over 4 depths).
+ADAPTIVE_DROP = 0.25
 
 
 def test_laptop_claims_on_synthetic_per_query_files(tmp_path):
@@ -52,7 +56,7 @@ def test_laptop_claims_on_synthetic_per_query_files(tmp_path):
         "shallow-matches-shipped": "refuted",
         "training-helps": "refuted",  # not at L6
         "per-depth-beats-train-once": "supported",
-        "train-once-matches-per-depth": "refuted",  # 0.08 apart, epsilon 0.01
+        "train-once-matches-per-depth": "refuted",  # 0.25 apart, epsilon 0.01
         "latency-l3-half": "supported",
     }
     # The base is one deterministic model: its comparisons are single-baseline
