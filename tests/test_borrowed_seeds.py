@@ -165,9 +165,36 @@ def test_equivalence_with_a_one_seed_arm_borrows_too():
     data = data_for({("r1", 1): 0.3}, rng)
     data.biencoder["ndcg@10"].update(
         data_for({("r2", 1): 0.3}, rng, seeds=(1,)).biencoder["ndcg@10"])
-    _, table = verdict({"a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r2", "depth": 1},
-                        "test": "equivalent", "epsilon": 0.05}, data, g)
-    assert "borrowed" in table.iloc[1]["caveats"]
+    claim = {"a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r2", "depth": 1},
+             "test": "equivalent", "epsilon": 0.05}
+    _, table = verdict(claim, data, g)
+    assert "borrowed: the pooled seed variance of the study's multi-seed arms (2 df)" in (
+        table.iloc[1]["caveats"])
+
+
+def test_a_verdict_that_a_doubled_borrowed_seed_sd_changes_is_fragile():
+    """The one-seed arm's seed variance cannot be checked: each such member is decided again
+    with the borrowed seed sd doubled, and a verdict that changes there says so."""
+    from test_claims import data_for, grid, verdict
+
+    from workflow_scripts.claims import spec
+
+    g = spec.Grid.from_dict({**grid().to_dict(), "recipe_seeds": {"r1": [1, 2, 3], "r2": [1]}})
+    claim = {"a": {"recipe": "r2", "depth": 1}, "b": {"recipe": "r1", "depth": 1},
+             "test": "greater", "threshold": 0.0}
+    flags = {}
+    for gap in (0.02, 0.035, 0.2):
+        rng = np.random.default_rng(5)
+        data = data_for({("r1", 1): 0.3 + gap, ("r1", 2): 0.3, ("r1", 3): 0.3}, rng,
+                        seed_sd=0.01)
+        data.biencoder["ndcg@10"].update(
+            data_for({("r2", 1): 0.3}, rng, seeds=(1,), seed_sd=0.01).biencoder["ndcg@10"])
+        v, table = verdict(claim, data, g)
+        flags[gap] = (v, "fragile: inconclusive with the borrowed seed sd doubled" in
+                      table.iloc[1]["caveats"])
+    assert flags[0.2] == ("supported", False)  # far from the threshold: robust
+    assert ("supported", True) in flags.values(), flags  # near it: supported, but fragile
+    assert all(f is False for v, f in flags.values() if v == "inconclusive")
 
 
 def test_a_ratio_members_planner_scales_the_borrowed_terms_as_its_test():

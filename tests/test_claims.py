@@ -293,7 +293,7 @@ def test_one_seed_arm_is_single_baseline_with_a_caveat():
     assert row["design"] == "single-baseline" and row["resample"] == "seeds,examples"
     assert row["caveats"] == ("seed noise of r2/top1 borrowed: the pooled seed variance of "
                               "the study's multi-seed arms (2 df), assuming equal seed "
-                              "variances")
+                              "variances (not checkable for a one-seed arm)")
     assert row["estimate"] == pytest.approx(-0.1, abs=0.03) and v == "supported"
 
 

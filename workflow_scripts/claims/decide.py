@@ -202,6 +202,28 @@ def _fieller(c: Contrast, opts: dict, estimate: float, threads) -> tuple[float, 
     return bounds[0], bounds[1]
 
 
+def _p_values(m: Member, c: Contrast, opts: dict, threads, rho: float, g: dict,
+              less: dict) -> dict:
+    """p_support and p_refute of the member's test from its two one-sided comparisons."""
+    if m.test == "equivalent":
+        eq = intervals.equivalence(*c.sides(), epsilon=m.epsilon, design=c.design,
+                                   alpha=(1 - opts["ci"]) / 2, resample=c.resample,
+                                   threads=threads, method=opts["method"],
+                                   nboot=opts["nboot"], seed=opts["seed"], **c.kwargs)
+        # Refuted: |delta| > epsilon, the near side's test at its margin plus the far
+        # side's at the other (refute_equivalence_p).
+        positive = g["estimate"] >= 0
+        near = (g if positive else less)["p_value"]
+        far = _compare(c, opts, "greater" if positive else "less",
+                       -m.epsilon if positive else m.epsilon, threads, rho)["p_value"]
+        return {"p_support": eq["equivalence_p"], "p_refute": refute_equivalence_p(near, far)}
+    p = {"greater": g["p_value"], "less": less["p_value"]}
+    if m.test == "consistent":
+        return {"p_support": math.nan, "p_refute": min(p.values())}
+    other = "less" if m.test == "greater" else "greater"
+    return {"p_support": p[m.test], "p_refute": p[other]}
+
+
 def decide_member(m: Member, data: Data, options: Options) -> dict:
     """The member's estimate, interval, p_support and p_refute (before Holm)."""
     if m.study == "latency":
@@ -230,27 +252,19 @@ def decide_member(m: Member, data: Data, options: Options) -> dict:
         row["estimate"] = (g["estimate"] + t * mean_a) / mean_a if mean_a else math.nan
         row["ci_low"], row["ci_high"] = _fieller(c, opts, row["estimate"], threads)
         row["mb_ci_low"] = row["mb_ci_high"] = math.nan  # Fieller with the main method only
+    row.update(_p_values(m, c, opts, threads, rho, g, less))
     if m.test == "equivalent":
-        eq = intervals.equivalence(*c.sides(), epsilon=m.epsilon, design=c.design,
-                                   alpha=(1 - opts["ci"]) / 2, resample=c.resample,
-                                   threads=threads, method=opts["method"],
-                                   nboot=opts["nboot"], seed=opts["seed"], **c.kwargs)
-        # Refuted: |delta| > epsilon, the near side's test at its margin plus the far
-        # side's at the other (refute_equivalence_p).
-        positive = g["estimate"] >= 0
-        near = (g if positive else less)["p_value"]
-        far = _compare(c, opts, "greater" if positive else "less",
-                       -m.epsilon if positive else m.epsilon, threads, rho)["p_value"]
-        row.update(p_support=eq["equivalence_p"], p_refute=refute_equivalence_p(near, far))
         margin = abs(m.epsilon - abs(row["estimate"]))
     else:
-        p = {"greater": g["p_value"], "less": less["p_value"]}
-        if m.test == "consistent":
-            row.update(p_support=math.nan, p_refute=min(p.values()))
-        else:
-            other = "less" if m.test == "greater" else "greater"
-            row.update(p_support=p[m.test], p_refute=p[other])
         margin = abs(g["estimate"] - at)
+    if c.kwargs.get("borrowed"):
+        # The equal-seed-variance assumption cannot be checked for the one-seed arm: the
+        # same test with its borrowed seed sd doubled (variance x 4), for `fragile`.
+        wide = dataclasses.replace(c, kwargs={**c.kwargs, "borrowed": [
+            dataclasses.replace(t, coef=4 * t.coef) for t in c.kwargs["borrowed"]]})
+        g2 = _compare(wide, opts, "greater", above, threads, rho)
+        less2 = _compare(wide, opts, "less", below, threads, rho)
+        row["_doubled"] = _p_values(m, wide, opts, threads, rho, g2, less2)
     row["_plan"] = (c, rho, margin)
     return row
 
@@ -336,11 +350,21 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
     for i, p in zip(live, adj, strict=True):
         rows[i]["p_refute_holm"] = p
         rows[i]["p_support_holm"] = rows[i].get("p_support", math.nan)  # intersection-union
+    if any("_doubled" in rows[i] for i in live):  # the family again, borrowed sd doubled
+        twice = [rows[i].get("_doubled", rows[i]) for i in live]
+        for i, d, p in zip(live, twice, holm([d.get("p_refute", math.nan) for d in twice]),
+                           strict=True):
+            if "_doubled" in rows[i]:
+                rows[i]["_doubled"] = {"p_support_holm": d["p_support"], "p_refute_holm": p}
     out = []
     for m, r in zip(claim.members, rows, strict=True):
-        plan = r.pop("_plan", None)
+        plan, doubled = r.pop("_plan", None), r.pop("_doubled", None)
         if r.get("verdict") != "not-applicable":
             r["verdict"] = _member_verdict(r, m.test, alpha)
+        if doubled and (flip := _member_verdict(doubled, m.test, alpha)) != r["verdict"]:
+            r["caveats"] = "; ".join(filter(None, [r.get("caveats", ""), (
+                f"fragile: {flip} with the borrowed seed sd doubled (the one-seed arm's seed "
+                "variance cannot be checked)")]))
         if r["verdict"] == "inconclusive" and plan is not None:
             r["seeds_needed"] = seeds_needed(plan, ci[m.study])
             if math.isnan(r["seeds_needed"]):  # a finite count: render says it

@@ -3,8 +3,9 @@
 One seed cannot estimate its own seed variance, so a comparison with a one-seed arm (the
 single-baseline design, that arm fixed) leaves its seed's luck out of the interval: simulated
 at 3 seeds vs 1 with a seed sd of 0.01, the 95% interval covered 44-82%. Under the stated
-assumption that every arm of the study has the same seed variance (checkable across its
-multi-seed arms), that arm's seed deviation has the variance the multi-seed arms show. The
+assumption that every arm of the study has the same seed variance (which cannot be checked
+for the one-seed arm itself: claims/decide.py also decides with it doubled), that arm's seed
+deviation has the variance the multi-seed arms show. The
 terms returned here add it to calibrated.compare's variance (`borrowed=`):
 
   seed term      pooled over the arms with >= 2 seeds: the variance over seeds of the seed's
@@ -63,4 +64,5 @@ def caveat(label: str, terms: list[Term]) -> str:
         return (f"seed noise of {label} unknown: one seed and no arm with 2 seeds; the interval "
                 "is conditional on that one seed")
     return (f"seed noise of {label} borrowed: the pooled seed variance of the study's "
-            f"multi-seed arms ({terms[0].df:g} df), assuming equal seed variances")
+            f"multi-seed arms ({terms[0].df:g} df), assuming equal seed variances (not "
+            "checkable for a one-seed arm)")
