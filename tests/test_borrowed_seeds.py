@@ -72,7 +72,8 @@ def test_claims_borrow_or_say_the_noise_is_unknown():
     claim = {"a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r2", "depth": 1},
              "test": "less"}
     g = spec.Grid.from_dict({**grid().to_dict(), "recipe_seeds": {"r1": [1, 2, 3], "r2": [1]}})
-    data = data_for({("r1", 1): 0.3}, rng, seed_sd=0.02)
+    # r1/top2 lends its seeds (the member's own other arm, r1/top1, stays out of the pool).
+    data = data_for({("r1", 1): 0.3, ("r1", 2): 0.3}, rng, seed_sd=0.02)
     data.biencoder["ndcg@10"].update(
         data_for({("r2", 1): 0.29}, rng, seeds=(1,), seed_sd=0.02).biencoder["ndcg@10"])
     _, table = verdict(claim, data, g)
@@ -167,9 +168,14 @@ def test_equivalence_with_a_one_seed_arm_borrows_too():
         data_for({("r2", 1): 0.3}, rng, seeds=(1,)).biencoder["ndcg@10"])
     claim = {"a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r2", "depth": 1},
              "test": "equivalent", "epsilon": 0.05}
+    # The member's other arm is the only multi-seed arm: its seeds are already in the test,
+    # so nothing is borrowed and the row says the one seed's noise is unknown.
+    _, table = verdict(claim, data, g)
+    assert "seed noise of r2/top1 unknown" in table.iloc[1]["caveats"]
+    data.biencoder["ndcg@10"].update(data_for({("r1", 2): 0.3}, rng).biencoder["ndcg@10"])
     _, table = verdict(claim, data, g)
     assert "borrowed: the pooled seed variance of the study's multi-seed arms (2 df)" in (
-        table.iloc[1]["caveats"])
+        table.iloc[1]["caveats"])  # r1/top2's 3 seeds only
 
 
 def test_a_verdict_that_a_doubled_borrowed_seed_sd_changes_is_fragile():

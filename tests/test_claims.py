@@ -283,7 +283,8 @@ def test_mean_consistent_with_a_published_value(mean, expected):
 
 def test_one_seed_arm_is_single_baseline_with_a_caveat():
     rng = np.random.default_rng(8)
-    data = data_for({("r1", 1): 0.3}, rng)
+    # r1/top2 lends its seed variance: r1/top1, the member's own other arm, stays out.
+    data = data_for({("r1", 1): 0.3, ("r1", 2): 0.3}, rng)
     one = data_for({("r2", 1): 0.2}, rng, seeds=(1,)).biencoder["ndcg@10"]
     data.biencoder["ndcg@10"].update(one)
     g = spec.Grid.from_dict({**grid().to_dict(), "recipe_seeds": {"r1": [1, 2, 3], "r2": [1]}})
@@ -291,9 +292,13 @@ def test_one_seed_arm_is_single_baseline_with_a_caveat():
                         "test": "less"}, data, g)
     row = table.iloc[1]
     assert row["design"] == "single-baseline" and row["resample"] == "seeds,examples"
-    assert row["caveats"] == ("seed noise of r2/top1 borrowed: the pooled seed variance of "
-                              "the study's multi-seed arms (2 df), assuming equal seed "
-                              "variances (not checkable for a one-seed arm)")
+    borrowed, doubled = row["caveats"].split("; ")
+    assert borrowed == ("seed noise of r2/top1 borrowed: the pooled seed variance of the "
+                        "study's multi-seed arms (2 df), assuming equal seed variances (not "
+                        "checkable for a one-seed arm)")
+    low, high = map(float, doubled.removeprefix(
+        "with the borrowed seed sd doubled: [").removesuffix("]").split(", "))
+    assert low < row["ci_low"] < row["ci_high"] < high  # a wider interval
     assert row["estimate"] == pytest.approx(-0.1, abs=0.03) and v == "supported"
 
 

@@ -150,7 +150,10 @@ def _borrowed(m: Member, data: Data) -> list:
     the member's layout (borrowed_seeds.py); [] when the study has none (bi-encoder only)."""
     if m.study != "biencoder":
         return []
-    arms = [k for k, arm in data.biencoder[m.metric].items() if len(arm.seeds) >= 2]
+    # The member's own arms stay out: the other arm's seed mean square is already a term of
+    # the test, and pooling it again would count its 2 df twice (df too high, p too small).
+    arms = [k for k, arm in data.biencoder[m.metric].items()
+            if len(arm.seeds) >= 2 and k not in (m.a, m.b)]
     return borrowed_seeds.borrowed_terms(_side(m, data, k)[0] for k in arms)
 
 
@@ -265,6 +268,10 @@ def decide_member(m: Member, data: Data, options: Options) -> dict:
         g2 = _compare(wide, opts, "greater", above, threads, rho)
         less2 = _compare(wide, opts, "less", below, threads, rho)
         row["_doubled"] = _p_values(m, wide, opts, threads, rho, g2, less2)
+        low, high = (_fieller(wide, opts, row["estimate"], threads) if ratio
+                     else (g2["ci_low"], g2["ci_high"]))
+        row["caveats"] = "; ".join(filter(None, [row["caveats"], (
+            f"with the borrowed seed sd doubled: [{low:.4f}, {high:.4f}]")]))
     row["_plan"] = (c, rho, margin)
     return row
 
