@@ -32,7 +32,9 @@ The interval is estimate +- t_df * sqrt(V_hat), with calibrated degrees of freed
 
   df = df_seed * V_hat / sum(max(M - kappa r, 0))     (df_seed = S - 1; kappa =
                                                        RESIDUAL_MARGIN = 0.1; several arms:
-                                                       Welch 1947 on the charges)
+                                                       Welch 1947 on the charges, or at
+                                                       unequal seed counts each arm's df
+                                                       over its share, the smallest)
 
 at least df_seed, at most the example terms' smallest df (Q - 1), and the example terms'
 Satterthwaite df when no charge is left. The example part is taken as known (hundreds of df).
@@ -242,6 +244,24 @@ def _welch_df(values: Sequence[float], dfs: Sequence[float]) -> float:
     return max(var**2 / denom - 2, min(dfs)) if denom > 0 else max(dfs)
 
 
+def _merged_seed_df(charges: Sequence[float], dfs: Sequence[float]) -> float:
+    """The seed df of unpaired arms' charges: Welch (1947) where every arm has as many seeds;
+    where the counts differ, the smallest over arms of its df divided by its share of the
+    charge (each arm's df / share, the one-arm rule of calibrated_df). Why: when a 3-seed
+    arm's charge dominates one of 10 or 20 seeds, Welch's df grow exactly when that arm's 2 df
+    happen to show a small variance, and the 95% interval covered 92.6 / 91.2% (3 vs 10 / 3
+    vs 20, seed sd 0.05; 93.1-94.1% at smaller seed sds); with this rule 94.2-95.6%, and
+    3.. vs 4..20 within 94.2-96.6% (docs/statistics.md, tests/test_calibrated_edges.py). At
+    equal counts Welch's rule stays (95-96%; this one would give 96.8-97.0% at 3 vs 3)."""
+    if len(set(dfs)) == 1:
+        return _welch_df(charges, dfs)
+    total = sum(charges)
+    if not total > 0:
+        return max(dfs)
+    return max(min(d * total / c for c, d in zip(charges, dfs, strict=True) if c > 0),
+               min(dfs))
+
+
 def welch(terms: Sequence[Term]) -> list[Term]:
     """The seed terms of several arms (unpaired) merged into one, with the df of Welch (1947):
     sum^2 / sum((coef * ms)^2 / (df + 2)) - 2. Its 1938 form (Satterthwaite's, / df) is
@@ -259,7 +279,7 @@ def welch(terms: Sequence[Term]) -> list[Term]:
 
 def calibrated_df(terms: Sequence[Term]) -> float:
     """The t interval's degrees of freedom (module docstring): the seed terms' df (several
-    arms' merged with Welch's 1947 rule) divided by their charge's share of V, the charge
+    arms' merged by _merged_seed_df) divided by their charge's share of V, the charge
     being each seed term less kappa times the residual noise it holds; never below the seed
     df, never more than the fewest examples give (the smallest example term's df). No charge
     left (seeds that do not vary, or not resampled): the example terms' Satterthwaite df."""
@@ -270,7 +290,7 @@ def calibrated_df(terms: Sequence[Term]) -> float:
               for m, r, _ in arms]
     if not sum(charge) > 0:
         return sum_terms(examples)[1] if examples else math.inf
-    df_seed = _welch_df(charge, [d for _, _, d in arms])
+    df_seed = _merged_seed_df(charge, [d for _, _, d in arms])
     if two:  # t_1 is so steep that any df above 1 undercovers unless the share is small
         w0, w1 = TWO_SEED_SHARES
         excess = sum(charge) / total_variance(terms) - w0
