@@ -1,6 +1,7 @@
 # Claims (docs/claims.md): the config's findings, decided on the per-query evaluations, the
 # ladder's runs and the latency runs they name. The claims and their grid are this rule's
 # params, so editing one claim reruns exactly this rule, its figure and the report.
+from workflow_scripts.claims import registration as claim_registration
 from workflow_scripts.claims import spec as claim_spec
 from workflow_scripts.claims.layout import input_files as claim_inputs
 
@@ -10,6 +11,24 @@ CLAIM_GRID_JSON = json.dumps(CLAIM_GRID.to_dict(), sort_keys=True)
 # Claims follow the grid: one naming what an edited grid lacks is not-applicable, said here.
 for _warning in claim_spec.not_applicable_warnings(CLAIMS):
     print(_warning, file=sys.stderr)
+CLAIMS_BY_ID = {c.id: c for c in CLAIMS}
+
+
+def register_claims():
+    """Record each claim the first time a run starts, and whether its data existed then
+    (claims/registration.py): a claim added or edited after its data is post hoc."""
+    for line in claim_registration.register(
+        paths.CLAIMS_REGISTRY,
+        stage_settings.Claims.from_config(config).claims,
+        lambda entry: any(
+            os.path.exists(p)
+            for p in claim_inputs("results", CLAIM_GRID, [CLAIMS_BY_ID[entry["id"]]])
+        ),
+    ):
+        print(line, file=sys.stderr)
+
+
+ONSTART.append(register_claims)
 # Seeds on demand: looks over the driving claims (rules/looks.smk).
 ADAPTIVE_SEEDS = bool(config.get("adaptive_seeds")) and PLAN.has_biencoder
 if ADAPTIVE_SEEDS:

@@ -130,7 +130,14 @@ wildcard_constraints:
 PRELOAD = []
 
 
+# What a run does when it starts (not on a dry run), besides the preload: rules/claims.smk
+# registers the claims there.
+ONSTART = []
+
+
 onstart:
+    for hook in ONSTART:
+        hook()
     jobs = [
         j
         for j in workflow.dag.needrun_jobs()

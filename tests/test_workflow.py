@@ -267,10 +267,36 @@ def test_edited_claim_reruns_only_the_claims_their_figure_and_the_report(tiny_ru
     assert (wd / "results/figures/claims.png").stat().st_size > 10_000
     results = (wd / "results/RESULTS.md").read_text()
     assert results.index("## Claims") < results.index("## Mean")
+    # Registered when the first run started, before any evaluation existed
+    n = len(TINY_CLAIMS)
+    assert f"Registered before their data: {n} of {n} claims" in results
+    assert set(heads.registration) == {"registered"}
     edited = _dry_edited(wd, cfg, tmp_path,
                          lambda conf: conf["claims"][1].update(threshold=0.01))
     assert {rule for rule, _, _ in planned_jobs(edited)} == {  # usage: the claims' benchmarks
         "claims", "claims_figure", "usage", "report", "all"}
+
+
+@pytest.mark.slow
+def test_a_claim_edited_after_its_data_is_post_hoc(tiny_run_copy):
+    """docs/claims.md, "Registered before their data": the edit is recorded when the run
+    starts, the claims rerun, and the report marks that claim post hoc, the rest not."""
+    wd, cfg = tiny_run_copy
+    conf = yaml.safe_load(cfg.read_text())
+    conf["claims"][1]["threshold"] = 0.01
+    cfg.write_text(yaml.safe_dump(conf))
+    proc = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "results/claims.md")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cid = conf["claims"][1]["id"]
+    assert (f"claims: edited claim {cid!r} registered after its data existed: it will be "
+            "decided as post hoc") in proc.stderr
+    record = json.loads((wd / "results/claims_registration.json").read_text())
+    assert len(record["claims"][cid]["history"]) == 1
+    heads = pd.read_parquet(wd / "results/claims.parquet").query("row == 'claim'")
+    assert heads.set_index("claim").registration.to_dict() == {
+        c["id"]: "post hoc" if c["id"] == cid else "registered" for c in conf["claims"]}
+    md = (wd / "results/claims.md").read_text()
+    assert f"not covered by the error rate): {cid}." in md
 
 
 @pytest.mark.slow

@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 
 from workflow_scripts.claims import data as claims_data
-from workflow_scripts.claims import decide, render, spec
+from workflow_scripts.claims import decide, registration, render, spec
 from workflow_scripts.claims.looks import run as looks
-from workflow_scripts.core import contracts
+from workflow_scripts.core import contracts, paths
 from workflow_scripts.core.settings import Claims, SettingsError
 
 DEFAULT_DIR = "claims-cli"  # the --config form's outputs, beside (never in) results/
@@ -54,9 +54,11 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads=None,
-        look_files=()):
+        look_files=(), registry=None):
     """look_files: the looks of seeds on demand (claims/looks/run.py), first to last: each
-    driving claim is decided at the seeds and level of the look that settled it."""
+    driving claim is decided at the seeds and level of the look that settled it. registry:
+    the record of when each claim was registered (claims/registration.py; default the
+    results folder's): a claim not registered before its data is marked post hoc."""
     claims = spec.parse(settings.claims, grid)
     at_looks = {}
     if look_files:
@@ -68,6 +70,10 @@ def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads
     rest = [c for c in claims if c.id not in at_looks]
     data = claims_data.load(results, grid, rest)
     table = decide.decide(claims, data, decide.Options(settings, threads), at_looks)
+    record = registration.read(registry or Path(results) / Path(paths.CLAIMS_REGISTRY).name)
+    heads = table["row"] == "claim"
+    status = {entry["id"]: registration.status(record, entry) for entry in settings.claims}
+    table.loc[heads, "registration"] = table.loc[heads, "claim"].map(status)
     contracts.write_parquet(table_path, table)
     md = render.markdown(table)
     if look_files:
@@ -90,6 +96,9 @@ def main(argv=None) -> None:
                     help="with --config: allow --table/--markdown inside the results folder "
                          "(replacing what the workflow wrote there)")
     ap.add_argument("--threads", type=int, help="bootstrap threads (default: usable CPUs)")
+    ap.add_argument("--registration", help="when each claim was registered (default: "
+                    "claims_registration.json in the results folder); claims it does not "
+                    "show registered before their data are post hoc")
     ap.add_argument("--looks", nargs="*", default=[],
                     help="the looks of seeds on demand (results/looks/look*.json), in order")
     a = ap.parse_args(argv)
@@ -113,11 +122,16 @@ def main(argv=None) -> None:
             sys.exit(f"error: {', '.join(inside)} lies in the results folder {results}, whose "
                      "files are the workflow's outputs; write elsewhere, or pass "
                      "--into-results to replace them")
-    table = run(settings, grid, results, table_path, md_path, a.threads, a.looks)
+    try:
+        table = run(settings, grid, results, table_path, md_path, a.threads, a.looks,
+                    a.registration)
+    except contracts.DataError as e:
+        sys.exit(f"error: {e}")
     print(f"wrote {table_path} and {md_path}")
     heads = table[table["row"] == "claim"]
     for _, r in heads.iterrows():
-        print(f"{r['verdict']:>15}  {r['claim']}: {r['statement']}")
+        post = " (post hoc)" if r.get("registration") == registration.POST_HOC else ""
+        print(f"{r['verdict']:>15}  {r['claim']}: {r['statement']}{post}")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "
            "threshold", "epsilon", "benchmark", "metric", "estimate", "ci_low", "ci_high", "ci",
            "interval", "mb_ci_low", "mb_ci_high", "p_support", "p_refute", "p_support_holm",
            "p_refute_holm", "alpha", "verdict", "design", "resample", "caveats",
-           "seeds_needed", "note", "n_members", "last_step")
+           "seeds_needed", "note", "n_members", "last_step", "registration")
 
 
 @dataclass(frozen=True)
@@ -422,7 +422,7 @@ def decide(claims: list[Claim], data: Data, options: Options,
     df = pd.DataFrame(rows)
     for col in COLUMNS:
         if col not in df:
-            df[col] = math.nan if col not in ("caveats", "note", "member") else ""
-    for col in ("caveats", "note", "member", "design", "resample", "interval"):
+            df[col] = math.nan if col not in ("caveats", "note", "member", "registration") else ""
+    for col in ("caveats", "note", "member", "design", "resample", "interval", "registration"):
         df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
     return df[list(COLUMNS)]

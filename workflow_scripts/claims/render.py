@@ -116,6 +116,26 @@ def verdict_counts(claims: list[dict]) -> str:
 # ---------------------------------------------------------------------------------------
 # Markdown
 # ---------------------------------------------------------------------------------------
+def registration_text(claims: list[dict]) -> str:
+    """How many claims were registered before their data (claims/registration.py); "" for
+    a table without the record's column."""
+    marks = [_text(c.get("registration")) for c in claims]
+    if not any(marks):
+        return ""
+    post = [_text(c["claim"]) for c, m in zip(claims, marks, strict=True) if m == "post hoc"]
+    head = (f"Registered before their data: {len(claims) - len(post)} of {len(claims)} "
+            "claims (results/claims_registration.json).")
+    if not post:
+        return head
+    return (head + f" Post hoc (added or edited after their data existed, so their verdicts "
+            f"are not covered by the error rate): {', '.join(post)}.")
+
+
+def _verdict_cell(c: dict) -> str:
+    post = " (post hoc)" if _text(c.get("registration")) == "post hoc" else ""
+    return f"**{_text(c['verdict'])}**{post}"
+
+
 def rules_text(claims: list[dict]) -> str:
     alphas = sorted({a for a in (_num(c.get("alpha")) for c in claims) if math.isfinite(a)})
     alpha = " / ".join(f"{a:.4g}" for a in alphas)
@@ -146,7 +166,9 @@ def markdown(table: pd.DataFrame) -> str:
     if not claims:
         return "\n".join(out)
     out.append(rules_text(claims) + "\n")
-    rows = [[_text(c["claim"]), _text(c["statement"]), f"**{_text(c['verdict'])}**",
+    if registered := registration_text(claims):
+        out.append(registered + "\n")
+    rows = [[_text(c["claim"]), _text(c["statement"]), _verdict_cell(c),
              _text(c.get("member")) or "–", estimate_text(c), method_text(c),
              threshold_text(c["test"], c["threshold"], c["epsilon"]), decisive_p(c), notes(c)]
             for c in claims]

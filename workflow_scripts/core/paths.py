@@ -46,6 +46,7 @@ LADDER_SUMMARY = "results/ladder/summary.md"
 # Claims and seeds on demand (docs/claims.md, docs/adaptive_seeds.md).
 CLAIMS_TABLE = "results/claims.parquet"
 CLAIMS_MD = "results/claims.md"
+CLAIMS_REGISTRY = "results/claims_registration.json"  # claims/registration.py
 LOOK = "results/looks/look{k}.json"
 LOOKS_TABLE = "results/claims_looks.parquet"
 
