@@ -146,7 +146,7 @@ writes it out as it came."""
 import sys
 
 text = sys.stdin.read()
-if not (text.lstrip().startswith("digraph") and text.rstrip().endswith("}")):
+if not (text.lstrip().startswith("digraph") and text.rstrip().endswith("}}")):
     sys.exit("dot stand-in: stdin is not a DOT digraph: " + text[:200])
 sys.stdout.write(text)
 '''
