@@ -5,6 +5,8 @@ docs/**/*.md tagged sh, bash, shell, console or python, each with its file, line
 A block is a command when its fence names one of those languages (```bash, ```python ...).
 An untagged block (``` alone) or one in another language (yaml, text, output, mermaid) is
 not a command: it shows a file, a layout, a table or an output, and is never run here.
+Nor is an indented (4-space) code block, which has no tag: docs/claims.md's one, the claims
+CLI, is run as written by tests/test_claims_cli.py.
 
 A block that is not run here says so, with its reason, on the line just before its fence:
 
