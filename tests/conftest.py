@@ -42,7 +42,8 @@ def tiny_model(tmp_path_factory) -> Path:
 # (pytest-xdist's xdist_group marks cannot do it: 3.8.0 sets a node id attribute that
 # pytest 9.2 no longer reads.)
 TINY_STUDY_FILES = ("tests/test_workflow.py", "tests/cluster/test_slurm.py",
-                    "tests/test_adaptive_seeds.py", "tests/test_ladder_workflow.py")
+                    "tests/test_adaptive_seeds.py", "tests/test_ladder_workflow.py",
+                    "tests/test_doc_commands.py")
 # Files whose module fixture runs trainings or a plan (test_one_job_per_model's study, test_resume's
 # reference, test_laptop_sizing's dry run): each on one worker too, so that the fixture is
 # built once, not once per worker that takes one of its tests; xdist queues such a group (as
