@@ -102,5 +102,12 @@ def test_pareto_says_the_machine_was_busy():
     ladder = pd.DataFrame({"depth": list(DEPTHS), "p50_ms": [10.0, 20.0], "runs_used": 2})
     fig = figures.pareto(_stats(), ladder, ["r1", "r4"], figures.busy_runs(summary))
     assert "MACHINE BUSY during profiling run(s) 0" in fig.axes[0].get_xlabel()
+    # The longest provenance (busy, ms not verified) stays inside the figure: it was cut off
+    fig = figures.pareto(_stats(), ladder.assign(absolute_verified=False), ["r1", "r4"],
+                         [0, 1])
+    fig.canvas.draw()
+    box = fig.axes[0].xaxis.label.get_window_extent()
+    assert "NOT verified" in fig.axes[0].get_xlabel()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.x1, (box, fig.bbox)
     quiet = figures.pareto(_stats(), ladder, ["r1", "r4"])
     assert "BUSY" not in quiet.axes[0].get_xlabel()

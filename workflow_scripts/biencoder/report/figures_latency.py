@@ -50,6 +50,19 @@ def busy_runs(summary: pd.DataFrame) -> list[int]:
             if isinstance(n, str) and n.startswith(latency_section.BUSY)]
 
 
+def _lines(parts, width: int) -> str:
+    """The parts joined by "; ", a new line wherever the next would pass `width` characters
+    (a part is never split: a reader or a test finds each whole)."""
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + 2 + len(part) > width:
+            lines[-1] += ";"
+            lines.append(part)
+        else:
+            lines[-1] += "; " + part
+    return "\n".join(lines)
+
+
 def pareto(stats: dict, latency: pd.DataFrame, order=(), busy=()) -> plt.Figure:
     """Accuracy vs the canonical latency ladder: `latency` is results/latency/ladder.parquet,
     one row per depth whose p50_ms is the median over the coherent profiling runs only of
@@ -110,9 +123,10 @@ def pareto(stats: dict, latency: pd.DataFrame, order=(), busy=()) -> plt.Figure:
         source = "median of all runs, none coherent"
     if busy:
         source += f"; MACHINE BUSY during profiling run(s) {', '.join(map(str, busy))}"
-    # two lines: the provenance alone is about as wide as the axes
+    # The provenance on lines of its own, wrapped: one line of it can be wider than the
+    # figure (a busy machine's note was cut off at the left edge)
     ax.set_xlabel(f"encode latency p50 (ms per batch{shape}; arms dodged sideways around "
-                  f"their depth's L tick)\n{source}", fontsize=8)
+                  f"their depth's L tick)\n{_lines(source.split('; '), 95)}", fontsize=8)
     ax.set_ylabel(f"{ci.metric.iloc[0]} ({'mean of benchmarks' if bench == ALL else bench})")
     title = f"Accuracy–latency trade-off ({contracts.ci_caption(ci)})"
     ax.set_title(title, pad=16)  # room for the depths' top axis
