@@ -79,6 +79,10 @@ def test_depth_vs_budget_draws_every_mean_solid_and_no_dotted_line():
     assert not [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]
     title = fig.legends[0].get_title().get_text()
     assert "dotted" not in title and "±2σ" in title
+    # One panel (as the laptop study's): the caption wraps inside the figure, not past it
+    fig.canvas.draw()
+    box = fig.legends[0].get_window_extent()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.x1 and box.y0 >= 0, (box, fig.bbox)
 
 
 def test_pareto_sets_the_arms_error_bars_apart_at_a_depth():

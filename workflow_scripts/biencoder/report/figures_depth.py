@@ -48,13 +48,28 @@ def _arm_label(recipe: str, strategy: str, arms) -> str:
     return recipe if len({s for _, s in arms}) == 1 else f"{recipe}/{strategy}"
 
 
-def legend_below(fig: plt.Figure, ax, height_in: float, **kw) -> None:
+def wrap_parts(parts, width: int) -> str:
+    """The parts joined by "; ", a new line wherever the next would pass `width` characters
+    (a part is never split: a reader or a test finds each whole)."""
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + 2 + len(part) > width:
+            lines[-1] += ";"
+            lines.append(part)
+        else:
+            lines[-1] += "; " + part
+    return "\n".join(lines)
+
+
+def legend_below(fig: plt.Figure, ax, height_in: float, below_in: float = LEGEND_IN,
+                 **kw) -> None:
     """One legend for the figure, below its panels, so that it covers no band or bar;
-    `ax` holds the labelled artists, `height_in` is the figure's height."""
+    `ax` holds the labelled artists, `height_in` is the figure's height, `below_in` the
+    inches kept for the legend."""
     handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8,
                frameon=False, **kw)
-    fig.tight_layout(rect=(0, LEGEND_IN / height_in, 1, 1))
+    fig.tight_layout(rect=(0, below_in / height_in, 1, 1))
 
 
 def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
@@ -62,7 +77,12 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
     metric = ci["metric"].iloc[0]
     benches = [b for b in ci["benchmark"].unique() if b != ALL]
     panels = [ALL] + benches if ALL in set(ci["benchmark"]) else benches
-    height = 3.8 + LEGEND_IN
+    # The caption on lines that fit the figure's width (one panel: three lines)
+    caption = wrap_parts([f"band: {contracts.ci_caption(ci)}",
+                          "ticks ‒: ±2σ of the seeds' means (beside each depth)",
+                          "dashed: the untrained base"], int(4.2 * len(panels) * 14))
+    below = LEGEND_IN + 0.15 * caption.count("\n")
+    height = 3.8 + below
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), height), squeeze=False,
                              sharey=False)
     lines = trained_arms(ci, order)
@@ -95,9 +115,7 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
     fig.suptitle(ax_title or f"{metric} by depth and training budget")
-    legend_below(fig, axes[0][0], height, title_fontsize=7,
-                 title=f"band: {contracts.ci_caption(ci)}; ticks ‒: ±2σ of the seeds' means "
-                 "(beside each depth); dashed: the untrained base")
+    legend_below(fig, axes[0][0], height, below, title_fontsize=7, title=caption)
     return fig
 
 

@@ -16,6 +16,7 @@ from workflow_scripts.biencoder.report.figures_depth import (  # noqa: E402
     _arm_label,
     _base_rows,
     trained_arms,
+    wrap_parts,
 )
 from workflow_scripts.core import contracts  # noqa: E402
 from workflow_scripts.core.contracts import ALL, BASE  # noqa: E402
@@ -48,19 +49,6 @@ def busy_runs(summary: pd.DataFrame) -> list[int]:
     notes = summary.groupby("run")["notes"].first()
     return [int(r) for r, n in notes.items()
             if isinstance(n, str) and n.startswith(latency_section.BUSY)]
-
-
-def _lines(parts, width: int) -> str:
-    """The parts joined by "; ", a new line wherever the next would pass `width` characters
-    (a part is never split: a reader or a test finds each whole)."""
-    lines = [parts[0]]
-    for part in parts[1:]:
-        if len(lines[-1]) + 2 + len(part) > width:
-            lines[-1] += ";"
-            lines.append(part)
-        else:
-            lines[-1] += "; " + part
-    return "\n".join(lines)
 
 
 def pareto(stats: dict, latency: pd.DataFrame, order=(), busy=()) -> plt.Figure:
@@ -126,7 +114,7 @@ def pareto(stats: dict, latency: pd.DataFrame, order=(), busy=()) -> plt.Figure:
     # The provenance on lines of its own, wrapped: one line of it can be wider than the
     # figure (a busy machine's note was cut off at the left edge)
     ax.set_xlabel(f"encode latency p50 (ms per batch{shape}; arms dodged sideways around "
-                  f"their depth's L tick)\n{_lines(source.split('; '), 95)}", fontsize=8)
+                  f"their depth's L tick)\n{wrap_parts(source.split('; '), 95)}", fontsize=8)
     ax.set_ylabel(f"{ci.metric.iloc[0]} ({'mean of benchmarks' if bench == ALL else bench})")
     title = f"Accuracy–latency trade-off ({contracts.ci_caption(ci)})"
     ax.set_title(title, pad=16)  # room for the depths' top axis
