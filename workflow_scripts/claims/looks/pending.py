@@ -89,5 +89,4 @@ def note(cost: dict | None) -> str:
         return ""
     return (f"seeds on demand: look {cost['look']} ({cost['seeds']} seeds per arm) runs "
             f"{cost['trainings']} trainings and {cost['evaluations']} evaluation jobs next "
-            f"(look {cost['look'] - 1}'s document asks for them; Snakemake plans them once it "
-            "has read it, so a dry run may show them as 'DAG of jobs will be updated')")
+            f"(look {cost['look'] - 1}'s document asks for them)")
