@@ -70,4 +70,5 @@ rule all:
     default_target: True
     input:
         PLAN.promised(),
+        LOOKS_PROMISED,
     localrule: True

@@ -9,6 +9,7 @@ from workflow_scripts.core import launch
 from workflow_scripts.core import paths
 from workflow_scripts.core import settings as stage_settings
 from workflow_scripts.core.codedeps import code_files
+from workflow_scripts.core.shellargs import option, spaced
 from workflow_scripts.core.contracts import (
     CURVE_TABLES,
     PER_DEPTH_REFERENCE,
@@ -18,6 +19,8 @@ from workflow_scripts.core.contracts import (
 from workflow_scripts.study_plan import regex
 
 ROOT = Path(workflow.basedir)
+# Seeds on demand: the looks' documents and evaluations on disk (rules/looks.smk), targets of all.
+LOOKS_PROMISED = []
 DATASETS = config.get("datasets", {})
 CONDA_ENV = "../envs/depthlab.yaml"
 # Stage modules run as `python -m workflow_scripts.X` from any working directory, with the
@@ -51,16 +54,6 @@ def settings_json(stage, **names):
     """A stage's settings (workflow_scripts/core/settings.py) as one JSON argument: the
     keys it reads and nothing else, so a job reruns exactly when one of them changes."""
     return getattr(stage_settings, stage).from_config(config, **names).to_json()
-
-
-def spaced(files):
-    """Files as one argument list (a named input or output of one file is a string)."""
-    return files if isinstance(files, str) else " ".join(files)
-
-
-def option(flag, files):
-    """`flag f1 f2 ...`, or nothing without files."""
-    return f"{flag} {spaced(files)}" if files else ""
 
 
 def all_cores():

@@ -6,6 +6,7 @@
 # claims rule walks the looks until one says stop (IncompleteCheckpointException in between:
 # Snakemake runs that look, then plans again).
 from workflow_scripts.claims.looks import arms as claim_adaptive
+from workflow_scripts.claims.looks import pending as looks_pending
 
 ADAPTIVE = config["adaptive_seeds"]
 # Look 0: the driving claims' trained arms at their recipes' seeds.
@@ -15,6 +16,31 @@ LOOK0_ARMS = {
     for c in LOOK0_CLAIMS
     for key in claim_adaptive.trained_arms(c)
 }
+
+
+# The look documents already written (claims/looks/pending.py): their files are targets of
+# rule `all`, so that a deleted look document or look evaluation is rebuilt by a plain run
+# (a checkpoint's dependants are re-read after it, not re-planned); and the next look's cost
+# is said before it runs (its jobs are planned only once Snakemake has read the document).
+def _look_on_disk(k):
+    try:
+        with open(paths.LOOK.format(k=k), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+LOOKS_ON_DISK = looks_pending.chain(_look_on_disk)
+LOOKS_PROMISED = [
+    *looks_pending.looks_files(LOOKS_ON_DISK),
+    *looks_pending.evaluations(LOOKS_ON_DISK, CLAIMS, CLAIM_GRID),
+]
+if workflow.is_main_process:
+    _note = looks_pending.note(
+        looks_pending.next_look_cost(LOOKS_ON_DISK, PLAN, os.path.exists)
+    )
+    if _note:
+        print(_note, file=sys.stderr)
 
 
 include: "looks_plan.smk"
@@ -35,7 +61,8 @@ checkpoint claims_look:
         settings=settings_json("Claims"),
         grid=CLAIM_GRID_JSON,
         adaptive=settings_json("Looks"),
-        previous=lambda wc, input: option("--previous", input.previous),
+        # Until look k-1 is read (a first pass, look k a target of all), no named inputs.
+        previous=lambda wc, input: option("--previous", getattr(input, "previous", [])),
     shell:
         run_stage(
             "claims.looks --settings-json {params.settings:q} --grid-json {params.grid:q}"

@@ -66,6 +66,12 @@ def test_seeds_on_demand_train_only_the_open_claims_arms(tiny_run_copy):
     counts = job_counts(out)
     assert counts["train"] == 2 and counts["evaluate_trained"] == 2 * 2
     assert counts["claims_look"] == 1 and "wildcards: k=1" in out
+    # ...its cost said once at parse time, and the claims command names look 1 whole
+    assert out.count("seeds on demand: look 1 (3 seeds per arm) runs 2 trainings and 4 "
+                     "evaluation jobs next") == 1
+    assert "--looks results/looks/look0.json results/looks/look1.json --threads" in out \
+        or "--looks results/looks/look1.json --threads" in out
+    assert " r e s u l t s" not in out
     assert not {"stats", "curves", "compute", "evaluate_steps"} & set(counts)
     trained = {line.split("--out ")[1].split()[0] for line in out.splitlines()
                if "workflow_scripts.biencoder.train " in line}
@@ -96,3 +102,19 @@ def test_seeds_on_demand_train_only_the_open_claims_arms(tiny_run_copy):
     assert "uses the configured seeds (r1: 1, 2; r4: 1, 2)" in results
     again = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
+    # A deleted look document or look evaluation is rebuilt by a plain run (both are
+    # targets of all, read from the documents on disk), the looks and claims after it.
+    for rel, rule in (("results/looks/look1.json", "claims_look"),
+                      (f"results/eval/{NEW[0]}/tiny-a.parquet", "evaluate_trained")):
+        path = wd / rel
+        kept, stat = path.read_bytes(), path.stat()
+        path.unlink()
+        try:
+            dry = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "-n")
+        finally:
+            path.write_bytes(kept)
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        planned = job_counts(dry.stdout + dry.stderr)
+        assert {rule, "claims_look", "claims", "claims_looks", "report"} <= set(planned), (
+            rel, planned)
+        assert "train" not in planned

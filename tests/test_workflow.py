@@ -373,3 +373,37 @@ def test_a_missing_artifact_is_rebuilt_with_what_is_made_from_it(tiny_run):
         assert not {"train", "latency_run"} & {rule for rule, _, _ in planned}
         print(f"\nrm {path}: snakemake -n plans "
               + ", ".join(sorted({rule for rule, _, _ in planned})))  # pytest -s shows it
+
+
+@pytest.mark.slow
+def test_the_nan_remedy_as_written_gives_back_a_complete_study(tiny_run_copy):
+    """docs/guide.md, "NaN or inf in a per-query file": the stats job stops naming the file
+    (and Snakemake removes the stats tables); `rm FILE`, then `snakemake --cores 2`, gives
+    back the evaluation, every stats table and a RESULTS.md made after it; nothing is left
+    to do."""
+    wd, cfg = tiny_run_copy
+    rel = "results/eval/r1/top1/seed1/tiny-a.parquet"
+    f = wd / rel
+    df = pd.read_parquet(f)
+    df.loc[0, "ndcg@10"] = float("nan")
+    df.to_parquet(f)
+    failed = snakemake(wd, "--configfile", str(cfg), "--cores", "2", check=False)
+    said = failed.stdout + failed.stderr
+    assert failed.returncode != 0
+    assert (f"{rel}: column 'ndcg@10' holds 1 non-finite value(s) (NaN or inf), first at "
+            "row(s) 0") in said, said[-3000:]
+    assert not (wd / "results/stats/ci.parquet").exists()  # removed with the failed job
+    f.unlink()  # the remedy, as written
+    fixed = snakemake(wd, "--configfile", str(cfg), "--cores", "2")
+    counts = job_counts(fixed.stdout + fixed.stderr)
+    print(f"\nrm {rel}; snakemake --cores 2 ran " + ", ".join(f"{r} {n}" for r, n in
+                                                             counts.items()))
+    assert {"evaluate_trained", "stats", "claims", "report"} <= set(counts)
+    assert contracts.read_parquet(f)["ndcg@10"].notna().all()
+    results = wd / "results/RESULTS.md"
+    for table in ("ci", "seeds", "comparisons", "variance", "seeds_needed", "agreement"):
+        t = wd / f"results/stats/{table}.parquet"
+        assert t.stat().st_mtime > f.stat().st_mtime, table
+        assert results.stat().st_mtime >= t.stat().st_mtime
+    assert (wd / "results/claims.md").stat().st_mtime > f.stat().st_mtime
+    assert "Nothing to be done" in _dry(wd, cfg)
