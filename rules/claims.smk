@@ -11,24 +11,17 @@ CLAIM_GRID_JSON = json.dumps(CLAIM_GRID.to_dict(), sort_keys=True)
 # Claims follow the grid: one naming what an edited grid lacks is not-applicable, said here.
 for _warning in claim_spec.not_applicable_warnings(CLAIMS):
     print(_warning, file=sys.stderr)
-CLAIMS_BY_ID = {c.id: c for c in CLAIMS}
-
-
-def register_claims():
-    """Record each claim the first time a run starts, and whether its data existed then
-    (claims/registration.py): a claim added or edited after its data is post hoc."""
-    for line in claim_registration.register(
+# When a run starts: record each new or edited claim and whether its data existed then
+# (claims/registration.py): a claim added or edited after its data is post hoc.
+ONSTART.append(
+    lambda: claim_registration.register_study(
         paths.CLAIMS_REGISTRY,
         stage_settings.Claims.from_config(config).claims,
-        lambda entry: any(
-            os.path.exists(p)
-            for p in claim_inputs("results", CLAIM_GRID, [CLAIMS_BY_ID[entry["id"]]])
-        ),
-    ):
-        print(line, file=sys.stderr)
-
-
-ONSTART.append(register_claims)
+        CLAIMS,
+        "results",
+        CLAIM_GRID,
+    )
+)
 # Seeds on demand: looks over the driving claims (rules/looks.smk).
 ADAPTIVE_SEEDS = bool(config.get("adaptive_seeds")) and PLAN.has_biencoder
 if ADAPTIVE_SEEDS:

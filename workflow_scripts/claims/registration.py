@@ -75,6 +75,23 @@ def read(path) -> dict:
     return record
 
 
+def register_study(path, claims: Iterable[dict], parsed, results, grid) -> None:
+    """`register` for a workflow run: a claim has data when any of its input files
+    (claims/layout.py, from its parsed form in `parsed`) exists; the new entries' lines go
+    to stderr."""
+    import sys
+
+    from workflow_scripts.claims.layout import input_files
+
+    by_id = {c.id: c for c in parsed}
+
+    def has_data(entry: dict) -> bool:
+        return any(Path(p).exists() for p in input_files(results, grid, [by_id[entry["id"]]]))
+
+    for line in register(path, claims, has_data):
+        print(line, file=sys.stderr)
+
+
 def register(path, claims: Iterable[dict], has_data: Callable[[dict], bool]) -> list[str]:
     """Add the claims the record at `path` lacks (written atomically); their lines."""
     record, said = update(read(path), claims, has_data,
