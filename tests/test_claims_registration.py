@@ -71,7 +71,7 @@ def test_the_report_says_which_claims_are_post_hoc():
     table = pd.DataFrame([{**base, "claim": "a", "registration": reg.REGISTERED},
                           {**base, "claim": "b", "registration": reg.POST_HOC}])
     md = render.markdown(table)
-    assert "Registered before their data: 1 of 2 claims" in md
+    assert "Registered before their data: 1 of 2 decided claims" in md
     assert "not covered by the error rate): b." in md
     rows = [line for line in md.splitlines() if line.startswith(("| a |", "| b |"))]
     assert "| **supported** |" in rows[0] and "| **supported** (post hoc) |" in rows[1]

@@ -269,7 +269,7 @@ def test_edited_claim_reruns_only_the_claims_their_figure_and_the_report(tiny_ru
     assert results.index("## Claims") < results.index("## Mean")
     # Registered when the first run started, before any evaluation existed
     n = len(TINY_CLAIMS)
-    assert f"Registered before their data: {n} of {n} claims" in results
+    assert f"Registered before their data: {n} of {n} decided claims" in results
     assert set(heads.registration) == {"registered"}
     edited = _dry_edited(wd, cfg, tmp_path,
                          lambda conf: conf["claims"][1].update(threshold=0.01))

@@ -71,7 +71,7 @@ def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads
     data = claims_data.load(results, grid, rest)
     table = decide.decide(claims, data, decide.Options(settings, threads), at_looks)
     record = registration.read(registry or Path(results) / Path(paths.CLAIMS_REGISTRY).name)
-    heads = table["row"] == "claim"
+    heads = (table["row"] == "claim") & (table["verdict"] != "not-applicable")  # decided
     status = {entry["id"]: registration.status(record, entry) for entry in settings.claims}
     table.loc[heads, "registration"] = table.loc[heads, "claim"].map(status)
     contracts.write_parquet(table_path, table)

@@ -117,14 +117,14 @@ def verdict_counts(claims: list[dict]) -> str:
 # Markdown
 # ---------------------------------------------------------------------------------------
 def registration_text(claims: list[dict]) -> str:
-    """How many claims were registered before their data (claims/registration.py); "" for
-    a table without the record's column."""
-    marks = [_text(c.get("registration")) for c in claims]
-    if not any(marks):
+    """How many decided claims were registered before their data (claims/registration.py;
+    a not-applicable claim has no mark); "" for a table without the record's column."""
+    marked = [c for c in claims if _text(c.get("registration"))]  # the decided ones
+    if not marked:
         return ""
-    post = [_text(c["claim"]) for c, m in zip(claims, marks, strict=True) if m == "post hoc"]
-    head = (f"Registered before their data: {len(claims) - len(post)} of {len(claims)} "
-            "claims (results/claims_registration.json).")
+    post = [_text(c["claim"]) for c in marked if _text(c["registration"]) == "post hoc"]
+    head = (f"Registered before their data: {len(marked) - len(post)} of {len(marked)} "
+            f"decided claim{'s' * (len(marked) != 1)} (results/claims_registration.json).")
     if not post:
         return head
     return (head + f" Post hoc (added or edited after their data existed, so their verdicts "
