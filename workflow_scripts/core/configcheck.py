@@ -42,12 +42,26 @@ def schema_errors(data: dict, name: str = "") -> list[str]:
     validator = jsonschema.Draft202012Validator(schema(name))
     errors = sorted(validator.iter_errors(data), key=lambda e: (-len(e.absolute_path), e.message))
     prefix = [name] if name else []
-    msgs = [f"config key {_key([*prefix, *e.absolute_path]) or '(top level)'}: "
+    msgs = [f"config key {_claim_key(data, e.absolute_path, prefix) or '(top level)'}: "
             + (no_study_message(data) if not name and _is_no_study(e) else e.message)
             for e in errors]
     if not name and any(not e.absolute_path and e.validator in TOP_LEVEL_GAPS for e in errors):
         msgs.append(STACK_HINT)
     return msgs
+
+
+def _claim_key(data: dict, path, prefix: list) -> str:
+    """The key, with a claim's id where the error lies inside one ("claims[0] (id x).test",
+    as the claims' own checks write it): a reader looks for the claim, not its index."""
+    path = list(path)
+    key = _key([*prefix, *path])
+    if not prefix and len(path) >= 2 and path[0] == "claims" and isinstance(path[1], int):
+        claims = data.get("claims")
+        claim = claims[path[1]] if isinstance(claims, list) and path[1] < len(claims) else None
+        if isinstance(claim, dict) and isinstance(claim.get("id"), str):
+            head = f"claims[{path[1]}]"
+            key = f"{head} (id {claim['id']})" + key[len(head):]
+    return key
 
 
 # A top-level key or study missing: most often a file of overrides given alone.
@@ -230,6 +244,8 @@ def removed_keys(config: dict) -> list[str]:
 def error_text(msgs: list[str], schema_checked: bool) -> str:
     """The config check's error: the schemas are named where they found the problems; a
     problem found past them (a claim, a registry name) is said by itself."""
+    if all(m.startswith("config key claims[") for m in msgs):  # the claim names itself
+        schema_checked = False
     if schema_checked:
         files = ", ".join(str(p.relative_to(p.parents[1])) for p in SCHEMA_FILES.values())
         return f"invalid configuration (checked against {files}):\n  " + "\n  ".join(msgs)
