@@ -51,6 +51,7 @@ COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "
            "interval", "mb_ci_low", "mb_ci_high", "p_support", "p_refute", "p_support_holm",
            "p_refute_holm", "alpha", "verdict", "design", "resample", "caveats",
            "seeds_needed", "note", "n_members", "last_step", "registration")
+TEXT_COLUMNS = ("caveats", "note", "member", "registration")  # "" where a row has none
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,10 @@ def _fieller(c: Contrast, opts: dict, estimate: float, threads) -> tuple[float, 
     return bounds[0], bounds[1]
 
 
+def _add_caveat(row: dict, text: str) -> None:
+    row["caveats"] = "; ".join(filter(None, [row.get("caveats", ""), text]))
+
+
 def _p_values(m: Member, c: Contrast, opts: dict, threads, rho: float, g: dict,
               less: dict) -> dict:
     """p_support and p_refute of the member's test from its two one-sided comparisons."""
@@ -270,8 +275,7 @@ def decide_member(m: Member, data: Data, options: Options) -> dict:
         row["_doubled"] = _p_values(m, wide, opts, threads, rho, g2, less2)
         low, high = (_fieller(wide, opts, row["estimate"], threads) if ratio
                      else (g2["ci_low"], g2["ci_high"]))
-        row["caveats"] = "; ".join(filter(None, [row["caveats"], (
-            f"with the borrowed seed sd doubled: [{low:.4f}, {high:.4f}]")]))
+        _add_caveat(row, f"with the borrowed seed sd doubled: [{low:.4f}, {high:.4f}]")
     row["_plan"] = (c, rho, margin)
     return row
 
@@ -369,9 +373,8 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
         if r.get("verdict") != "not-applicable":
             r["verdict"] = _member_verdict(r, m.test, alpha)
         if doubled and (flip := _member_verdict(doubled, m.test, alpha)) != r["verdict"]:
-            r["caveats"] = "; ".join(filter(None, [r.get("caveats", ""), (
-                f"fragile: {flip} with the borrowed seed sd doubled (the one-seed arm's seed "
-                "variance cannot be checked)")]))
+            _add_caveat(r, f"fragile: {flip} with the borrowed seed sd doubled (the one-seed "
+                        "arm's seed variance cannot be checked)")
         if r["verdict"] == "inconclusive" and plan is not None:
             r["seeds_needed"] = seeds_needed(plan, ci[m.study])
             if math.isnan(r["seeds_needed"]):  # a finite count: render says it
@@ -422,7 +425,7 @@ def decide(claims: list[Claim], data: Data, options: Options,
     df = pd.DataFrame(rows)
     for col in COLUMNS:
         if col not in df:
-            df[col] = math.nan if col not in ("caveats", "note", "member", "registration") else ""
-    for col in ("caveats", "note", "member", "design", "resample", "interval", "registration"):
+            df[col] = "" if col in TEXT_COLUMNS else math.nan
+    for col in (*TEXT_COLUMNS, "design", "resample", "interval"):
         df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
     return df[list(COLUMNS)]
