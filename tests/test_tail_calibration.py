@@ -12,6 +12,7 @@ from scipy import special, stats
 
 from workflow_scripts.stats import calibrated as cal
 from workflow_scripts.stats import tail_calibration as tc
+from workflow_scripts.stats.borrowed_seeds import borrowed_terms
 from workflow_scripts.stats.sequential import look_alphas
 
 LOOK1 = look_alphas([3, 6, 10], 0.025)[0]  # 4.27e-5: the smallest level a default plan spends
@@ -98,16 +99,90 @@ def test_single_baseline_is_the_paired_statistic_of_the_differences():
 
 
 def test_where_it_does_not_apply_the_t_is_plain():
-    """Seeds only: exactly Student's t; unpaired arms (several seed terms): not calibrated
-    yet, the plain calibrated t (tail_calibration.py says so)."""
+    """Seeds only: exactly Student's t; 20 seeds in every arm: the plain calibrated t (from
+    20 seeds it holds at every level, calibrated.PLAIN_FROM_SEED_DF)."""
     rng = np.random.default_rng(5)
     a, b = _study(rng, 3, 50)["b0"], _study(rng, 3, 50)["b0"] + 0.05
     seeds_only = cal.compare(a, b, resample=("seeds",))
     assert cal.reduced(seeds_only.terms) is None
-    unpaired = cal.compare(a, b, design="unpaired")
+    a20, b20 = _study(rng, 20, 50)["b0"], _study(rng, 20, 50)["b0"] + 0.05
+    unpaired = cal.compare(a20, b20, design="unpaired")
     assert cal.reduced(unpaired.terms) is None
     t = (unpaired.estimate) / unpaired.se
     assert unpaired.p_value == pytest.approx(float(stats.t.sf(t, unpaired.df)), rel=1e-12)
+
+
+def _two_term_results(rng):
+    """Unpaired arms of 3v3, 3v10, 2v5 seeds and a one-seed arm with borrowed seed terms."""
+    out = []
+    for (sa, sb), sd in [((3, 3), 0.05), ((3, 10), 0.02), ((2, 5), 0.05), ((3, 3), 0.0)]:
+        a, b = _study(rng, sa, 40, sd_seed=sd)["b0"], _study(rng, sb, 40, sd_seed=sd)["b0"]
+        out.append(cal.compare(a, b, design="unpaired"))
+    pool = [_study(rng, 3, 40)["b0"] for _ in range(2)]
+    one, b = _study(rng, 1, 40)["b0"], _study(rng, 3, 40)["b0"]
+    out.append(cal.compare(one, b, design="single-baseline", borrowed=borrowed_terms(pool)))
+    return out
+
+
+def test_two_seed_terms_plug_in_is_calibrated_py_s_and_is_tail_calibrated():
+    """Unpaired arms and a borrowed seed term: tc.plug_in_arms is compare's statistic, and
+    compare's p is the plug-in calibrated with the smallest seed df (calibrated.reduced)."""
+    for r in _two_term_results(np.random.default_rng(8)):
+        arms = cal._seed_arms(r.terms)
+        assert len(arms) == 2
+        ex = [t for t in r.terms if t.part == "examples" and t.coef > 0]
+        x = sum(t.coef * t.ms for t in ex)
+        red = cal.reduced(r.terms)
+        assert red.k == min(d for _, _, d in arms)
+        assert red.rho == pytest.approx((x - sum(q for _, q, _ in arms)) / sum(q for _, q, _
+                                                                            in arms))
+        var, df = tc.plug_in_arms([m for m, _, _ in arms], [q for _, q, _ in arms],
+                                  [d for _, _, d in arms], x, red)
+        assert float(var) == pytest.approx(r.se**2, rel=1e-12)
+        assert float(df) == pytest.approx(r.df, rel=1e-12)
+        plain = float(special.stdtr(r.df, -r.estimate / r.se))
+        assert r.p_value == pytest.approx(tc.calibrated_p(plain, red), rel=1e-12)
+
+
+def test_several_seed_terms_merge_by_each_one_s_share():
+    """An arm carrying the charge alone keeps its own df; equal charges of 3-seed arms give
+    the pooled 4; a 10:1 split 2.2 (Welch 1947 gave 6 and 2.8 there, and the p calibrated
+    with the smallest df was above its level: docs/statistics.md)."""
+    assert cal._merged_seed_df([1.0, 0.0], [2, 2]) == pytest.approx(2.0)
+    assert cal._merged_seed_df([1.0, 1.0], [2, 2]) == pytest.approx(4.0)
+    assert cal._merged_seed_df([1.0, 0.1], [2, 2]) == pytest.approx(2.2)
+    assert cal._welch_df([1.0, 0.1], [2, 2]) == pytest.approx(2.79, abs=0.01)
+
+
+# (the two terms' df and the residual noise each holds, E[M]/r of each, whether the plug-in
+# exceeds look 1's level there): the splits where Welch's merge failed (3v3, 4v4), equal seed
+# variances (3v10, 3v20), a one-seed arm's seed term borrowed from 1 or 3 other 3-seed arms
+# beside a 3-seed arm, at the assumed sd
+TWO_TERM_CELLS = [((2, 2), (0.5, 0.5), (139.0, 5.2), True),
+                  ((3, 3), (0.5, 0.5), (139.0, 5.2), True),
+                  ((2, 9), (10 / 13, 3 / 13), (30.0, 30.0), True),
+                  ((2, 19), (20 / 23, 3 / 23), (10.0, 10.0), True),
+                  ((2, 2), (0.75, 0.25), (30.0, 30.0), True),
+                  ((6, 2), (0.75, 0.25), (30.0, 30.0), False)]
+
+
+@pytest.mark.parametrize("ks,rs,ratios,excess", TWO_TERM_CELLS)
+def test_two_seed_terms_reported_p_holds_by_quadrature(ks, rs, ratios, excess):
+    """Exact, Gaussian, 200 examples: the plug-in is several times its level at look 1 (where
+    `excess`), the reported p at most its level at every level the claims spend."""
+    levels = np.array([0.025, 0.025 / 4, 0.025 / 12, LOOK1])
+    red = tc.Reduced(min(ks), 199, 199, 1.0)
+    plug, rep = tc.exact_rates_arms(levels, ratios, rs, ks, red)
+    assert (plug[-1] > 3 * LOOK1) == excess, plug / levels
+    assert np.all(rep <= 1.05 * levels), rep / levels
+
+
+def test_unpaired_three_seeds_cannot_support_a_look_one_level():
+    rng = np.random.default_rng(9)
+    a = _study(rng, 3, 200, sd_seed=0.001)["b0"]
+    b = _study(rng, 3, 200, sd_seed=0.001)["b0"] + 1.0  # an overwhelming effect
+    r = cal.compare(a, b, design="unpaired", ci=1 - 2 * LOOK1)
+    assert math.isinf(r.ci_high - r.ci_low) and r.p_value > LOOK1
 
 
 def test_simulated_gaussian_seeds_dominate_holds_at_alpha_over_12():

@@ -31,10 +31,9 @@ The interval is estimate +- t_df * sqrt(V_hat), with calibrated degrees of freed
 (`calibrated_df`): the seed terms' df divided by the share of V_hat their charge carries,
 
   df = df_seed * V_hat / sum(max(M - kappa r, 0))     (df_seed = S - 1; kappa =
-                                                       RESIDUAL_MARGIN = 0.1; several arms:
-                                                       Welch 1947 on the charges, or at
-                                                       unequal seed counts each arm's df
-                                                       over its share, the smallest)
+                                                       RESIDUAL_MARGIN = 0.1; several
+                                                       seed terms: each one's df over
+                                                       its share, the smallest)
 
 at least df_seed, at most the example terms' smallest df (Q - 1), and the example terms'
 Satterthwaite df when no charge is left. The example part is taken as known (hundreds of df).
@@ -245,16 +244,16 @@ def _welch_df(values: Sequence[float], dfs: Sequence[float]) -> float:
 
 
 def _merged_seed_df(charges: Sequence[float], dfs: Sequence[float]) -> float:
-    """The seed df of unpaired arms' charges: Welch (1947) where every arm has as many seeds;
-    where the counts differ, the smallest over arms of its df divided by its share of the
-    charge (each arm's df / share, the one-arm rule of calibrated_df). Why: when a 3-seed
-    arm's charge dominates one of 10 or 20 seeds, Welch's df grow exactly when that arm's 2 df
-    happen to show a small variance, and the 95% interval covered 92.6 / 91.2% (3 vs 10 / 3
-    vs 20, seed sd 0.05; 93.1-94.1% at smaller seed sds); with this rule 94.2-95.6%, and
-    3.. vs 4..20 within 94.2-96.6% (docs/statistics.md, tests/test_calibrated_edges.py). At
-    equal counts Welch's rule stays (95-96%; this one would give 96.8-97.0% at 3 vs 3)."""
-    if len(set(dfs)) == 1:
-        return _welch_df(charges, dfs)
+    """The seed df of several seed terms' charges (unpaired arms, or a borrowed seed term
+    beside the random arm's): the smallest over terms of its df divided by its share of the
+    charge (the one-arm rule of calibrated_df), at least the smallest df. An arm carrying
+    the charge alone keeps its own df; equal charges of 3-seed arms give 4, the pooled df.
+    Why not Welch (1947), as before at equal seed counts: its df grow past an arm's own
+    when that arm carries most but not all of the charge (2.8 for two 3-seed arms at a
+    10:1 split; this rule 2.2), so the p calibrated with the smallest df (`reduced`) was
+    above its level where the arms' seed variances differ (docs/statistics.md,
+    bench/tail_levels_arms.py); at unequal counts Welch's df grew when a 3-seed arm
+    happened to look calm (3 vs 20 seeds covered 91.2%)."""
     total = sum(charges)
     if not total > 0:
         return max(dfs)
@@ -264,10 +263,8 @@ def _merged_seed_df(charges: Sequence[float], dfs: Sequence[float]) -> float:
 
 def welch(terms: Sequence[Term]) -> list[Term]:
     """The seed terms of several arms (unpaired) merged into one, with the df of Welch (1947):
-    sum^2 / sum((coef * ms)^2 / (df + 2)) - 2. Its 1938 form (Satterthwaite's, / df) is
-    conservative for arms of 3 seeds with equal seed variance: with 2 df each, the estimated
-    variances rarely agree and its df stay well below the exact 4 (unpaired cells at 3 seeds
-    covered 96.4-97.0% with it, 95-96% with this one; docs/statistics.md)."""
+    sum^2 / sum((coef * ms)^2 / (df + 2)) - 2: the textbook merge, kept as the reference
+    bench/coverage_edges.py prints; compare's df merge the arms by _merged_seed_df."""
     seeds = [t for t in terms if t.part == "seeds"]
     if len(seeds) < 2:
         return list(terms)
@@ -305,15 +302,19 @@ PLAIN_FROM_SEED_DF = 19  # from 20 seeds the plug-in t holds at every level by q
 
 
 def reduced(terms: Sequence[Term]) -> tail_calibration.Reduced | None:
-    """What the tail calibration needs (tail_calibration.py), where it applies: one seed term
-    (paired, single-baseline, a mean) of fewer than 20 seeds with the examples resampled too;
-    else None (the plain t)."""
+    """What the tail calibration needs (tail_calibration.py), where it applies: seed terms of
+    fewer than 20 seeds with the examples resampled too; else None (the plain t). Several
+    seed terms (unpaired arms, a borrowed one beside the random arm's) are calibrated as one
+    of the smallest df, r their residual noise summed: the worst split of the seed variance
+    is one arm carrying it, whose df are the smallest (bench/tail_levels_arms.py checks the
+    supremum over both arms' seed variances)."""
     seeds = [t for t in terms if t.part == "seeds"]
     examples = _example_terms(terms)
-    if (len(seeds) != 1 or not examples or seeds[0].arm == ""
-            or seeds[0].df >= PLAIN_FROM_SEED_DF):
+    if (not seeds or not examples or any(t.arm == "" for t in seeds)
+            or min(t.df for t in seeds) >= PLAIN_FROM_SEED_DF):
         return None
-    (m, r, k), = _seed_arms(terms)
+    arms = _seed_arms(terms)
+    r, k = sum(a[1] for a in arms), min(a[2] for a in arms)
     x, f = sum_terms(examples)
     if not (r > 0 and x > 0):
         return None
@@ -376,7 +377,7 @@ def _fit(arms, keys, design, ci, resample, borrowed: Sequence[Term] = ()) -> dic
                                                              or resample == AXES)]
     terms = tuple(variance_terms(arms, resample)) + tuple(extra)
     var, df = total_variance(terms), calibrated_df(terms)
-    red = reduced(terms)  # None with borrowed terms: then there are two seed terms
+    red = reduced(terms)
     h = _calibrated_half(var, df, red, ci)
     return {"estimate": estimate, "ci_low": estimate - h, "ci_high": estimate + h,
             "se": math.sqrt(var), "df": df, "design": design, "resample": resample,

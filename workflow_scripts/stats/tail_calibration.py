@@ -51,7 +51,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-__all__ = ["Reduced", "calibrated_level", "calibrated_p", "exact_rates", "plug_in", "reject_rate"]
+__all__ = ["Reduced", "calibrated_level", "calibrated_p", "exact_rates", "exact_rates_arms",
+           "plug_in", "plug_in_arms", "reject_rate"]
 
 LOG10_LEVELS = np.linspace(-12.0, math.log10(0.5), 34)  # the tabulated levels, 3 per decade
 SEED_NUISANCE = np.logspace(-0.3, 6.0, 20)  # E[M] / r: from half of r (r is estimated) up
@@ -189,4 +190,59 @@ def exact_rates(level: float, seed_ratio: float, red: Reduced) -> tuple[float, f
         q = special.stdtrit(df, 1 - calibrated_level(level, seen))
         reported += pj * float(np.sum(pm * special.ndtr(-q * np.sqrt(var / (seed_ratio + ex
                                                                               - 1.0)))))
+    return plug, reported
+
+
+def plug_in_arms(ms, rs, ks, X, red: Reduced):
+    """calibrated.total_variance and calibrated_df for several seed terms (unpaired arms, or
+    a borrowed seed term beside the random arm's: ms, rs, ks per term, broadcastable arrays)
+    and the example part X, vectorised; red gives f, cap and the rule's constants."""
+    kappa, floor, two_kappa, two_floor, w0, w1 = red.rules
+    two = min(ks) < 2
+    c = two_floor if two else floor
+    var = X + sum(np.maximum(m, c * r) - r for m, r in zip(ms, rs, strict=True))
+    var = np.maximum(np.maximum(var, sum(ms)), np.maximum(c * X, 0.0))
+    charges = [np.maximum(m - (two_kappa if two else kappa) * r, 0.0) * np.ones_like(var)
+               for m, r in zip(ms, rs, strict=True)]
+    total = sum(charges)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # calibrated._merged_seed_df: each term's df over its share, the smallest
+        df_seed = np.min([np.where(ch > 0, k * total / ch, np.inf)
+                          for ch, k in zip(charges, ks, strict=True)], axis=0)
+        df_seed = np.maximum(df_seed, min(ks))
+        if two:
+            excess = total / var - w0
+            df = np.where(excess > 0, df_seed * (w1 - w0) / excess, np.inf)
+        else:
+            df = df_seed * var / total
+    df = np.where(total > 0, np.minimum(np.maximum(df, df_seed), red.cap), red.f)
+    return var, df
+
+
+def exact_rates_arms(levels, seed_ratios, rs, ks, red: Reduced,
+                     nodes: tuple[int, int] = (48, 16), statistic=None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(plug-in, reported) P(one-sided p <= level) for each level, two seed terms, in the
+    Gaussian model by quadrature: E[M_j] = seed_ratios[j] rs[j], sum(rs) = 1 (r = 1), E[X] =
+    rho + 1; red.k is the seed df the reported p is calibrated with (calibrated.reduced)
+    and rho is plugged in from X, as the reported p does. statistic: the plug-in's (var, df)
+    function, plug_in_arms unless a bench compares another merge."""
+    statistic = statistic or plug_in_arms
+    levels = np.atleast_1d(np.asarray(levels, dtype=float))
+    (w1, p1), (w2, p2) = (_nodes(k, nodes[0], True) for k in ks)
+    wx, px = _nodes(red.f, nodes[1], False)
+    ms = [seed_ratios[0] * rs[0] * w1[:, None], seed_ratios[1] * rs[1] * w2[None, :]]
+    weight = p1[:, None] * p2[None, :]
+    v_true = seed_ratios[0] * rs[0] + seed_ratios[1] * rs[1] + red.rho
+    plug = np.zeros(len(levels))
+    reported = np.zeros(len(levels))
+    for xj, pj in zip(wx, px, strict=True):
+        x = (red.rho + 1.0) * xj
+        seen = Reduced(red.k, red.f, red.cap, x - 1.0, red.rules)
+        var, df = statistic(ms, list(rs), list(ks), x, seen)
+        scale = np.sqrt(var / v_true)[..., None]
+        cal_levels = np.array([calibrated_level(a, seen) for a in levels])
+        for out, at in ((plug, levels), (reported, cal_levels)):
+            q = special.stdtrit(df[..., None], 1.0 - at)
+            out += pj * np.einsum("ij,ijl->l", weight, special.ndtr(-q * scale))
     return plug, reported
