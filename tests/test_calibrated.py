@@ -294,9 +294,10 @@ def test_an_arm_without_seed_variance_has_a_finite_interval():
     assert flat.ci_low == flat.ci_high == 0.0 and flat.p_value == 1.0
 
 
-def test_unpaired_seed_terms_merge_with_welch_1947_df():
-    """Two arms of 3 seeds, equal sample seed variances x: Welch (1947) gives
-    (2x)^2 / (2 x^2 / 4) - 2 = 6 df (its 1938 form: 4); one arm alone keeps its own 2."""
+def test_unpaired_seed_terms_merge_by_share_and_welch_is_the_reference():
+    """Two arms of 3 seeds, equal sample seed variances x: Welch (1947), the reference
+    `welch` keeps, gives (2x)^2 / (2 x^2 / 4) - 2 = 6 df; compare merges by each arm's share
+    (calibrated._merged_seed_df: 2 / 0.5 = 4, the pooled df); one arm alone keeps its own 2."""
     a = np.array([[0.1], [0.2], [0.3]]) + np.zeros((3, 30))
     b = a + 0.05
     terms = cal.compare(a, b, design="unpaired", resample=("seeds",)).terms
@@ -304,7 +305,7 @@ def test_unpaired_seed_terms_merge_with_welch_1947_df():
     assert len(merged) == 1 and merged[0].df == pytest.approx(6.0)
     assert merged[0].coef * merged[0].ms == pytest.approx(sum(t.coef * t.ms for t in terms))
     r = cal.compare(a, b, design="unpaired", resample=("seeds",))
-    half = stats.t.ppf(0.975, 6) * math.sqrt(2 * np.var([0.1, 0.2, 0.3], ddof=1) / 3)
+    half = stats.t.ppf(0.975, 4) * math.sqrt(2 * np.var([0.1, 0.2, 0.3], ddof=1) / 3)
     assert (r.ci_high - r.ci_low) / 2 == pytest.approx(half, rel=1e-12)
     flat = np.full((3, 30), 0.2)  # b's seeds agree: the merged term is a's alone, 2 df
     assert cal.welch(cal.compare(a, flat, design="unpaired",
