@@ -145,9 +145,11 @@ def _unpaired_coverage(seeds_a: int, seeds_b: int, trials: int, rng) -> float:
 
 
 def test_unequal_seed_counts_cover(monkeypatch):
-    """3 vs 20 seeds: Welch's merge let the df grow when the 3-seed arm happened to look
-    calm (91% on these draws); the per-arm share rule keeps the band (docs/statistics.md)."""
+    """3 vs 20 seeds: Welch's merge with the plain t let the df grow when the 3-seed arm
+    happened to look calm (91% on these draws); the per-arm share rule, tail calibrated,
+    keeps the band (docs/statistics.md)."""
     now = _unpaired_coverage(3, 20, 1500, np.random.default_rng(20))
     monkeypatch.setattr(cal, "_merged_seed_df", cal._welch_df)
+    monkeypatch.setattr(cal, "reduced", lambda terms: None)
     before = _unpaired_coverage(3, 20, 1500, np.random.default_rng(20))
-    assert now >= 0.935 and before < 0.925, (now, before)
+    assert 0.935 <= now <= 0.97 and before < 0.925, (now, before)
