@@ -11,7 +11,8 @@ reported one (calibrated.reduced: the tail calibration with the smallest seed df
              borrowed arm at the assumed sd, its seed sd the pool's), E[M]/r in 1..1e5;
              "any": the worst over both arms' seed variances apart (a 9 x 9 grid), the
              supremum the calibration must hold; and the two-sided 95% coverage over the
-             equal-variance nuisance (1 - 2 P(p <= 2.5%): the statistic is symmetric)
+             equal-variance nuisance (1 - 2 P(p <= 2.5%): the statistic is symmetric),
+             for a borrowed term also with the one-seed arm's seed sd twice the pool's
   simulated  whole studies, Gaussian (seeds dominate, balanced, examples dominate) and
              binary outcomes (seeds dominate), 200 examples, the worse one-sided test; the
              first CHECKED studies of every cell against calibrated.compare itself; the
@@ -74,6 +75,10 @@ def exact_cell(seeds, pool, q: int, rho: float, grid: bool) -> dict:
         plug, rep = np.maximum(plug, p / LEVELS), np.maximum(rep, r / LEVELS)
         cover.append(100 * (1 - 2 * r[0]))
     out = {"before": before, "plug": plug, "rep": rep, "cover": (min(cover), max(cover))}
+    if pool is not None:  # the one-seed arm's seed sd twice the pool's: 3 sigma2_seed more
+        doubled = [tc.exact_rates_arms(ALPHA, (s, s), rs, ks, red, NODES,
+                                       extra=3 * (s - 1) * rs[0])[1][0] for s in NUISANCE]
+        out["doubled"] = (100 * (1 - 2 * max(doubled)), 100 * (1 - 2 * min(doubled)))
     if grid:  # the supremum over both seed variances, this rule and Welch's merge under it
         out["any"], out["welch"] = np.zeros(len(LEVELS)), np.zeros(len(LEVELS))
         same = ks[0] == ks[1] and rs[0] == rs[1]  # symmetric: half the grid
@@ -91,7 +96,7 @@ def exact_table() -> None:
           "plug-in (the share merge) -> reported; 95% coverage range over equal seed "
           "variances; [any]: the reported worst over both seed variances apart, and "
           "[welch]: the same with Welch's merge under the tail calibration (200 examples, "
-          "rho 1)")
+          "rho 1); [2x sd]: a borrowed arm's coverage with its seed sd twice the pool's")
     print(f"{'cell':<24} {'ex.':>4} {'rho':>5}  " + "  ".join(f"{n:>22}" for n in LEVEL_NAMES)
           + "  coverage %")
     for label, seeds, pool in CELLS:
@@ -104,6 +109,8 @@ def exact_table() -> None:
                          for b, p, r in zip(res["before"], res["plug"], res["rep"], strict=True)]
                 extra = ("  [any: " + " ".join(f"{v:.2f}" for v in res["any"]) + "; welch: "
                          + " ".join(f"{v:.2f}" for v in res["welch"]) + "]" if grid else "")
+                if "doubled" in res:
+                    extra += " [2x sd: {:.1f}-{:.1f}]".format(*res["doubled"])
                 print(f"{label:<24} {q:>4} {rho:>5}  " + "  ".join(f"{c:>22}" for c in cells)
                       + f"  {res['cover'][0]:.1f}-{res['cover'][1]:.1f}{extra}"
                       + f"  {time.perf_counter() - t0:4.1f}s", flush=True)

@@ -220,20 +220,21 @@ def plug_in_arms(ms, rs, ks, X, red: Reduced):
 
 
 def exact_rates_arms(levels, seed_ratios, rs, ks, red: Reduced,
-                     nodes: tuple[int, int] = (48, 16), statistic=None
+                     nodes: tuple[int, int] = (48, 16), statistic=None, extra: float = 0.0
                      ) -> tuple[np.ndarray, np.ndarray]:
     """(plug-in, reported) P(one-sided p <= level) for each level, two seed terms, in the
     Gaussian model by quadrature: E[M_j] = seed_ratios[j] rs[j], sum(rs) = 1 (r = 1), E[X] =
     rho + 1; red.k is the seed df the reported p is calibrated with (calibrated.reduced)
     and rho is plugged in from X, as the reported p does. statistic: the plug-in's (var, df)
-    function, plug_in_arms unless a bench compares another merge."""
+    function, plug_in_arms unless a bench compares another merge. extra: variance of the
+    estimate no term estimates (a one-seed arm whose seed sd exceeds the pool's)."""
     statistic = statistic or plug_in_arms
     levels = np.atleast_1d(np.asarray(levels, dtype=float))
     (w1, p1), (w2, p2) = (_nodes(k, nodes[0], True) for k in ks)
     wx, px = _nodes(red.f, nodes[1], False)
     ms = [seed_ratios[0] * rs[0] * w1[:, None], seed_ratios[1] * rs[1] * w2[None, :]]
     weight = p1[:, None] * p2[None, :]
-    v_true = seed_ratios[0] * rs[0] + seed_ratios[1] * rs[1] + red.rho
+    v_true = seed_ratios[0] * rs[0] + seed_ratios[1] * rs[1] + red.rho + extra
     plug = np.zeros(len(levels))
     reported = np.zeros(len(levels))
     for xj, pj in zip(wx, px, strict=True):
