@@ -22,8 +22,8 @@ for the plug-in p (calibrated.py's t, before its tail calibration) and the repor
     .venv/bin/python bench/tail_levels.py [--studies 100000] [--exact-only] [--quick]
 
 A ratio above 1.1 beyond its Monte Carlo error is an excess; single-baseline arms reduce to
-the paired statistic of the differences (tests/test_tail_calibration.py), unpaired arms and
-borrowed seeds are not calibrated yet (tail_calibration.py) and are not measured here.
+the paired statistic of the differences (tests/test_tail_calibration.py); unpaired arms and
+borrowed seeds (two seed terms) are measured by bench/tail_levels_arms.py.
 """
 
 from __future__ import annotations

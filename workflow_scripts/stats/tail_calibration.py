@@ -32,10 +32,14 @@ rho buckets the larger G is used (G varies slowly in rho: 47-77x over rho = 0.1.
 4.27e-5). With one seed df (an arm of 2 seeds), calibrated.py's two-seed rule is calibrated
 the same way.
 
-From 20 seeds on the plug-in already holds at every level (calibrated.PLAIN_FROM_SEED_DF).
-Not calibrated here (p and interval as calibrated.py gives them): several seed terms (unpaired
-arms), borrowed seed terms, and a statistic with one axis resampled (then it is exactly
-Student's t, or the example part alone, which has tens to hundreds of df).
+Several seed terms (unpaired arms, a borrowed seed term beside the random arm's) are
+calibrated with the one-term table of their smallest df, r their residual noise summed
+(calibrated.reduced): the worst split of the seed variance is that term carrying it, where the
+statistic is the one-term one; exact_rates_arms checks it over both terms' seed variances
+(bench/tail_levels_arms.py). From 20 seeds in every term the plug-in already holds at every
+level (calibrated.PLAIN_FROM_SEED_DF). Not calibrated here (p and interval as calibrated.py
+gives them): a statistic with one axis resampled (then it is exactly Student's t, or the
+example part alone, which has tens to hundreds of df).
 
 Imports numpy and scipy only; calibrated.py passes its rule's constants in `Reduced.rules`
 (tests/test_tail_calibration.py checks the plug-in against calibrated.total_variance and
