@@ -19,13 +19,15 @@ design with at least the rule's power (the equal-power fixed n), from the same s
 plans whose last look is beyond the fixed design's 10 seeds (3/6/11, 3/6/12), at the effect
 that design sees, against its power; and three looks at budgets of 8 and 9 seeds.
 
-    nice -n 10 .venv/bin/python bench/sequential.py [--quick] [--full]
+    nice -n 10 .venv/bin/python bench/sequential.py [--quick] [--full] [--focus]
+        [--studies N] [--power-studies N]
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -107,15 +109,17 @@ BEYOND_FIXED, BEYOND = 10, (Rule("OF union, looks 3/6/11", plan=(3, 6, 11)),
 OTHER_MAXIMA, OTHER = (8, 9), (RULES[0], DEFAULT, THREE)
 
 
-def walk(p: np.ndarray, far: np.ndarray, lv: list[float], looks: list[int], planner: bool):
+def walk(p: np.ndarray, p_ref: np.ndarray, far: np.ndarray, lv: list[float], looks: list[int],
+         planner: bool):
     """Verdicts (1 supported, -1 refuted, 0 inconclusive) and seeds used, per study, of a rule
-    with levels lv on the p_support paths p [studies, looks]. A level of 0 decides nothing."""
+    with levels lv on the p_support and p_refute paths p, p_ref [studies, looks]. A level of 0
+    decides nothing."""
     n = p.shape[0]
     verdict, used = np.zeros(n, int), np.full(n, looks[-1])
     open_ = np.ones(n, bool)
     for k, (a, seeds) in enumerate(zip(lv, looks, strict=True)):
         sup = open_ & (p[:, k] <= a) & (a > 0)
-        ref = open_ & ~sup & (1 - p[:, k] <= a) & (a > 0)
+        ref = open_ & ~sup & (p_ref[:, k] <= a) & (a > 0)
         verdict[sup], verdict[ref] = 1, -1
         stop = sup | ref
         if planner and k < len(looks) - 1:
@@ -128,20 +132,23 @@ def walk(p: np.ndarray, far: np.ndarray, lv: list[float], looks: list[int], plan
 def run_cell(cell: sim.Cell, studies: int, rules=None, chunk: int = 1000) -> dict:
     rng = cell.rng()
     looks = look_plan.plan_looks(sim.START, cell.max_seeds, step=1)
-    paths, seed_paths, fars, z_first_last = [], [], [], []
+    paths, ref_paths, seed_paths, fars, z_first_last = [], [], [], [], []
     done = 0
     while done < studies:
         d = sim.draw(cell, rng, min(chunk, studies - done))
         if done == 0:
             sim.check_against_core(d[:sim.CHECKED], looks)
         stats_ = [sim.paired_stats(d[:, :n]) for n in looks]
-        paths.append(np.stack([sim.p_support(s) for s in stats_], axis=1))
+        sides = [sim.p_sides(s) for s in stats_]
+        paths.append(np.stack([sup for sup, _ in sides], axis=1))
+        ref_paths.append(np.stack([ref for _, ref in sides], axis=1))
         seed_paths.append(np.stack([sim.p_seed_df(s) for s in stats_], axis=1))
         fars.append(np.stack([sim.unreachable(s) for s in stats_], axis=1))
         z_first_last.append(np.stack([(s["estimate"] - cell.delta()) / cell.sd_at(s["seeds"])
                                       for s in (stats_[0], stats_[-1])], axis=1))
         done += len(d)
-    p, p_seed, far = np.concatenate(paths), np.concatenate(seed_paths), np.concatenate(fars)
+    p, p_ref = np.concatenate(paths), np.concatenate(ref_paths)
+    p_seed, far = np.concatenate(seed_paths), np.concatenate(fars)
     z = np.concatenate(z_first_last)
     out = {"looks": looks, "corr": float(np.corrcoef(z.T)[0, 1]),
            "tail": {n: [float(np.mean(p[:, k] <= a)) for a in tables.TAIL]
@@ -150,12 +157,42 @@ def run_cell(cell: sim.Cell, studies: int, rules=None, chunk: int = 1000) -> dic
     for rule in rules or RULES:
         sub = rule.looks(looks)
         cols = [looks.index(n) for n in sub]
-        verdict, used = walk((p_seed if rule.seed_df else p)[:, cols], far[:, cols],
-                             rule.levels(sub), sub, rule.planner)
+        sup, ref = (p_seed, 1.0 - p_seed) if rule.seed_df else (p, p_ref)
+        verdict, used = walk(sup[:, cols], ref[:, cols], far[:, cols], rule.levels(sub), sub,
+                             rule.planner)
         out[rule.label] = {"supported": int((verdict == 1).sum()),
                            "refuted": int((verdict == -1).sum()), "n": len(verdict),
                            "seeds": float(used.mean()),
                            "p90": float(np.quantile(used, 0.9, method="inverted_cdf"))}
+    return out
+
+
+FOCUS_REGIMES, FOCUS_MAX = ("seeds dominate", sim.BINARY), 10
+FOCUS_RULES = (RULES[0], DEFAULT, THREE)
+
+
+def focus(studies: int, power_studies: int, regimes=FOCUS_REGIMES) -> list[str]:
+    """The default plans on the tail-calibrated p, where seeds dominate (Gaussian and binary
+    outcomes), 3 -> 10 seeds: false "supported" and "refuted" at the hardest null with their
+    Monte Carlo se, and power / mean seeds at 2.5 and 4 sd of the estimate at 10 seeds."""
+    out = [f"Seeds on demand on the tail-calibrated p, 3 -> {FOCUS_MAX} seeds ({studies} null "
+           f"studies, {power_studies} per effect); false supported / refuted % (MC se) at "
+           "delta = 0; power % / mean seeds at delta = 2.5 and 4 sd at the maximum", ""]
+    out += ["| regime | rule | false supported % | false refuted % | power, 2.5 sd | "
+            "power, 4 sd |", "|---|---|---|---|---|---|"]
+    for regime in regimes:
+        res = {e: run_cell(sim.Cell(regime, FOCUS_MAX, e), power_studies if e else studies,
+                           FOCUS_RULES) for e in sim.EFFECTS}
+        for rule in FOCUS_RULES:
+            null = res[0.0][rule.label]
+            rates = [100 * null[k] / null["n"] for k in ("supported", "refuted")]
+            cells = [f"{r:.2f} ({100 * math.sqrt(r / 100 * (1 - r / 100) / null['n']):.2f})"
+                     for r in rates]
+            for e in sim.EFFECTS[1:]:
+                x = res[e][rule.label]
+                cells.append(f"{100 * x['supported'] / x['n']:.1f}% / {x['seeds']:.2f}")
+            out.append(f"| {regime} | {rule.label} | " + " | ".join(cells) + " |")
+        print(f"{regime}: done", file=sys.stderr, flush=True)
     return out
 
 
@@ -166,10 +203,19 @@ def main() -> None:
                     help="studies per cell with an effect")
     ap.add_argument("--quick", action="store_true", help="2,000 and 1,000 studies")
     ap.add_argument("--full", action="store_true", help="also one row per cell and rule")
+    ap.add_argument("--focus", action="store_true",
+                    help="only the default plans where seeds dominate, Gaussian and binary")
+    ap.add_argument("--regime", action="append", choices=FOCUS_REGIMES,
+                    help="with --focus: only these (repeatable)")
     args = ap.parse_args()
     if args.quick:
         args.studies, args.power_studies = 2_000, 1_000
     t0 = time.perf_counter()
+    if args.focus:
+        print("\n".join(focus(args.studies, args.power_studies,
+                              args.regime or FOCUS_REGIMES))
+              + f"\n\nwall time {time.perf_counter() - t0:.0f} s")
+        return
     results: dict = {}
     for regime in sim.REGIMES:
         for top in sim.MAXIMA:

@@ -5,21 +5,27 @@ q, d[s, q] = delta + example[q] + seed[s] + noise[s, q] (each component the diff
 arms' independent draws, as bench/coverage.py's paired cell: interaction sd, seed sd and noise
 sd per arm, times sqrt(2)), 300 examples. The claim is "b - a > 0" (threshold 0). Every study
 holds max_seeds seeds; look k sees its first n_k (seeds added, nothing redrawn). At every look
-the calibrated one-sided p-values (stats/calibrated.py's paired compare, vectorised here over
-studies and checked against calibrated.compare itself on the first studies of every cell to
-1e-9) give the path; `unreachable` is seed_planning.seeds_for_margin's "no seed count settles
-it" (the examples limit it), vectorised and checked against seed_planning the same way.
+the calibrated one-sided p-values, tail calibrated as the claims' are (stats/calibrated.py's
+paired compare: the plug-in vectorised here over studies, then tail_calibration.calibrated_p
+where it can decide; both sides checked against calibrated.compare itself on the first
+studies of every cell to 1e-9) give the path; `unreachable` is
+seed_planning.seeds_for_margin's "no seed count settles it" (the examples limit it),
+vectorised and checked against seed_planning the same way.
 
 Regimes: seeds dominate (seed sd 0.02, interaction 0.02, noise 0.05), balanced (seed sd
 0.005), examples dominate (seed sd 0.002, interaction 0.05, noise 0.02: information grows
-barely with seeds). Truths: the hardest null (delta = threshold), and delta = 2.5 and 4 true
-standard deviations of the estimate at max_seeds (or at `scale` seeds: a plan whose maximum
-is beyond a fixed design's, at that design's effect). Each cell has its own generator, seeded
-from its name.
+barely with seeds); binary outcomes, seeds dominate (each arm's per-example outcome
+Bernoulli(expit(theta_q + u_s)), theta_q ~ N(0, 1.5) shared by the arms, u_s ~ N(0, 0.3) per
+arm and seed, as bench/tail_levels.py's; an effect adds delta to the difference, which moves
+the mean and leaves every variance term as it is). Truths: the hardest null (delta =
+threshold), and delta = 2.5 and 4 true standard deviations of the estimate at max_seeds (or
+at `scale` seeds: a plan whose maximum is beyond a fixed design's, at that design's effect).
+Each cell has its own generator, seeded from its name.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import sys
@@ -32,6 +38,7 @@ from scipy import special
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from workflow_scripts.stats import calibrated as cal  # noqa: E402
 from workflow_scripts.stats import seed_planning  # noqa: E402
+from workflow_scripts.stats import tail_calibration as tc  # noqa: E402
 
 ALPHA, CI = 0.025, 0.95  # the claims' one-sided level at ci 0.95
 QUERIES, START, MAXIMA = 300, 3, (4, 6, 10)
@@ -40,6 +47,8 @@ REGIMES = {  # per arm: (seed sd, example x arm interaction sd, noise sd)
     "balanced": (0.005, 0.02, 0.05),
     "examples dominate": (0.002, 0.05, 0.02),
 }
+BINARY = "binary, seeds dominate"  # not in REGIMES: sequential.py --focus runs it
+BINARY_TAU, BINARY_THETA = 0.3, 1.5  # logit sds of the seed effect and the examples
 EFFECTS = (0.0, 2.5, 4.0)  # delta in true sds of the estimate at max_seeds; 0: hardest null
 CHECKED = 20  # studies per cell checked against calibrated.compare and seed_planning
 
@@ -58,6 +67,8 @@ class Cell:
 
     def sd_at(self, n: int) -> float:
         """The estimate's true sd with n seeds."""
+        if self.regime == BINARY:
+            return _binary_sd(n)
         seed, inter, noise = REGIMES[self.regime]
         return math.sqrt(2 * (seed**2 / n + inter**2 / QUERIES + noise**2 / (n * QUERIES)))
 
@@ -65,8 +76,32 @@ class Cell:
         return self.effect * self.sd_at(self.scale or self.max_seeds)
 
 
+def _binary_arms(rng, n: int, s: int) -> np.ndarray:
+    """n studies' paired differences of two arms' binary outcomes [n, s, QUERIES], null."""
+    theta = rng.normal(0, BINARY_THETA, (n, 1, QUERIES))
+    a, b = (rng.random((n, s, QUERIES)) < special.expit(theta + rng.normal(0, BINARY_TAU,
+                                                                          (n, s, 1)))
+            for _ in range(2))
+    return b.astype(float) - a.astype(float)
+
+
+@functools.lru_cache(maxsize=64)
+def _binary_sd(n: int) -> float:
+    """The binary estimate's true sd at n seeds: given theta the arms are alike, so Var =
+    2 E_theta[Var_u(mean_q p) / n + mean_q E_u[p (1 - p)] / (n Q)], p = expit(theta + u),
+    by Monte Carlo with a fixed generator (500 draws of theta x 64 of u: ~0.5% of the sd)."""
+    rng = np.random.default_rng(7)
+    p = special.expit(rng.normal(0, BINARY_THETA, (500, 1, QUERIES))
+                      + rng.normal(0, BINARY_TAU, (500, 64, 1)))
+    seed_var = float(np.mean(p.mean(axis=2).var(axis=1, ddof=1)))
+    noise = float(np.mean(p * (1 - p)))
+    return math.sqrt(2 * (seed_var / n + noise / (n * QUERIES)))
+
+
 def draw(cell: Cell, rng, n: int) -> np.ndarray:
     """n studies' differences [n, max_seeds, QUERIES]."""
+    if cell.regime == BINARY:
+        return cell.delta() + _binary_arms(rng, n, cell.max_seeds)
     seed, inter, noise = (math.sqrt(2) * x for x in REGIMES[cell.regime])
     s, q = cell.max_seeds, QUERIES
     return (cell.delta() + rng.normal(0, inter, (n, 1, q)) + rng.normal(0, seed, (n, s, 1))
@@ -98,11 +133,28 @@ def paired_stats(d: np.ndarray) -> dict[str, np.ndarray]:
     return {"estimate": grand, "v": v, "df": df, "m": m, "x": x, "r": r, "seeds": n}
 
 
-def p_support(s: dict) -> np.ndarray:
-    """One-sided p of H0: delta <= 0 (calibrated.py's _p_value, "greater"); p_refute = 1 - it."""
+RULES = (cal.RESIDUAL_MARGIN, cal.SEED_FLOOR, cal.TWO_SEED_MARGIN, cal.TWO_SEED_FLOOR,
+         *cal.TWO_SEED_SHARES)
+
+
+def p_sides(s: dict, below: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
+    """(p_support, p_refute): the one-sided p of H0 delta <= 0 and of delta >= 0, as
+    calibrated.compare reports them ("greater", "less": the t tail, tail calibrated). The
+    calibration runs where the t tail is below `below` (the largest level a rule decides
+    at); above it the t tail stays, a lower bound of the reported p that decides nothing."""
     with np.errstate(divide="ignore", invalid="ignore"):
         tx = s["estimate"] / np.sqrt(s["v"])
-    return np.where(s["v"] > 0, special.stdtr(s["df"], -tx), (s["estimate"] <= 0) * 1.0)
+    plug = np.where(s["v"] > 0, special.stdtr(s["df"], -tx), (s["estimate"] <= 0) * 1.0)
+    out = []
+    for p in (plug, np.where(s["v"] > 0, 1.0 - plug, (s["estimate"] >= 0) * 1.0)):
+        p = p.copy()
+        for i in np.flatnonzero((p < below) & (s["v"] > 0)):
+            x, r = s["x"][i], s["r"][i]
+            red = (tc.Reduced(s["seeds"] - 1, QUERIES - 1, QUERIES - 1, (x - r) / r, RULES)
+                   if r > 0 and x > 0 and s["seeds"] - 1 < cal.PLAIN_FROM_SEED_DF else None)
+            p[i] = tc.calibrated_p(float(p[i]), red)
+        out.append(p)
+    return out[0], out[1]
 
 
 def p_seed_df(s: dict) -> np.ndarray:
@@ -132,10 +184,12 @@ def check_against_core(d: np.ndarray, looks: list[int]) -> None:
     """The vectorised statistic is calibrated.compare's and the planner's, study by study."""
     for n in looks:
         s = paired_stats(d[:, :n])
-        p, far = p_support(s), unreachable(s)
+        (sup, ref), far = p_sides(s, below=1.0), unreachable(s)
         for i in range(len(d)):
             res = cal.compare(np.zeros((n, QUERIES)), d[i, :n], design="paired")
-            assert math.isclose(res.p_value, p[i], rel_tol=1e-9, abs_tol=1e-12), (n, i)
+            less = cal.compare(np.zeros((n, QUERIES)), d[i, :n], alternative="less").p_value
+            assert math.isclose(res.p_value, sup[i], rel_tol=1e-9, abs_tol=1e-12), (n, i)
+            assert math.isclose(less, ref[i], rel_tol=1e-9, abs_tol=1e-12), (n, i)
             assert math.isclose(res.df, s["df"][i], rel_tol=1e-9), (n, i)
             plan = seed_planning.seeds_for_margin(res.terms, abs(res.estimate), CI)
             assert (plan is None) == bool(far[i]), (n, i, plan)
