@@ -144,9 +144,10 @@ def p_sides(s: dict, below: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
     at); above it the t tail stays, a lower bound of the reported p that decides nothing."""
     with np.errstate(divide="ignore", invalid="ignore"):
         tx = s["estimate"] / np.sqrt(s["v"])
-    plug = np.where(s["v"] > 0, special.stdtr(s["df"], -tx), (s["estimate"] <= 0) * 1.0)
+    sides = [np.where(s["v"] > 0, special.stdtr(s["df"], -tx), (s["estimate"] <= 0) * 1.0),
+             np.where(s["v"] > 0, special.stdtr(s["df"], tx), (s["estimate"] >= 0) * 1.0)]
     out = []
-    for p in (plug, np.where(s["v"] > 0, 1.0 - plug, (s["estimate"] >= 0) * 1.0)):
+    for p in sides:  # each tail from t itself: 1 - p loses a tiny p's digits
         p = p.copy()
         for i in np.flatnonzero((p < below) & (s["v"] > 0)):
             x, r = s["x"][i], s["r"][i]
