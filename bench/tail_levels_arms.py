@@ -1,7 +1,7 @@
 """One-sided error of the claims' test with two seed terms, at the levels the claims spend:
-unpaired arms (3v3, 4v4, 5v5, 10v10, 3v10, 3v20 seeds) and a one-seed arm whose seed
-variance is borrowed from the study's other multi-seed arms (borrowed_seeds.py), against an
-arm of 3 or 5 seeds. P(p <= a) / a at a = alpha, alpha / 4, alpha / 12 and look 1 of the
+unpaired arms (3v3, 4v4, 5v5, 10v10, 3v10, 3v20 seeds; 2v2 and 2v5, the 2-seed ramp, last)
+and a one-seed arm whose seed variance is borrowed from the study's other multi-seed arms
+(borrowed_seeds.py), against an arm of 3 or 5 seeds. P(p <= a) / a at a = alpha, alpha / 4, alpha / 12 and look 1 of the
 3/6/10 plan, for the plug-in p (calibrated.py's t before its tail calibration) and the
 reported one (calibrated.reduced: the tail calibration with the smallest seed df).
 
@@ -49,7 +49,9 @@ CELLS = [("unpaired 3v3", (3, 3), None), ("unpaired 4v4", (4, 4), None),
          ("unpaired 5v5", (5, 5), None), ("unpaired 10v10", (10, 10), None),
          ("unpaired 3v10", (3, 10), None), ("unpaired 3v20", (3, 20), None),
          ("borrowed 1v3, pool 1x3", (1, 3), (1, 3)), ("borrowed 1v3, pool 3x3", (1, 3), (3, 3)),
-         ("borrowed 1v5, pool 2x5", (1, 5), (2, 5))]
+         ("borrowed 1v5, pool 2x5", (1, 5), (2, 5)),
+         # an arm of 2 seeds: the 2-seed ramp's table (last, so the cells above keep their draws)
+         ("unpaired 2v2", (2, 2), None), ("unpaired 2v5", (2, 5), None)]
 NUISANCE = np.logspace(0, 5, 11)
 GRID = np.logspace(0, 5, 9)
 NODES = (32, 8)
