@@ -135,7 +135,9 @@ def test_explicit_looks_decide_at_the_listed_seed_counts(tmp_path):
         if previous["stop"]:
             break
     alphas = sequential.look_alphas([3, 5, 8], 0.025, "obrien-fleming")
-    assert docs[0]["plan"] == {"seeds": [3, 5, 8], "alphas": pytest.approx(alphas, rel=1e-12)}
+    assert docs[0]["plan"] == {"claims": ["deeper"], "max_seeds": 8,
+                               "spending": "obrien-fleming", "seeds": [3, 5, 8],
+                               "alphas": pytest.approx(alphas, rel=1e-12)}
     assert alphas[-1] > 0.02  # three looks keep most of alpha for the last
     # Open at 3 seeds, the next look jumps to 5 seeds, then 8; decided within the budget.
     assert docs[0]["claims"]["deeper"]["status"] == "open"
@@ -166,9 +168,17 @@ def test_a_look_refuses_a_plan_made_with_other_settings(tmp_path):
     doc = looks.run_look(0, Claims.from_config(config), spec.grid_from_config(config),
                          config["adaptive_seeds"], None, tmp_path / "results")
     changed = {**config["adaptive_seeds"], "max_seeds": 6}
-    with pytest.raises(ValueError, match="planned with other settings"):
+    with pytest.raises(ValueError) as refused:
         looks.run_look(1, Claims.from_config(config), spec.grid_from_config(config), changed,
                        doc, tmp_path / "results")
+    # It names both plans and what a reset does: recorded, the driving claims post hoc.
+    message = str(refused.value)
+    assert message.startswith("look 0's document (results/looks/look0.json) was made with "
+                              "another look plan (looks at 3, 4, 5 seeds per arm")
+    assert "than the config's (looks at 3, 4, 5, 6 seeds per arm" in message
+    assert ("remove results/looks; the reset is recorded: results/claims_registration.json "
+            "keeps the first plan in its history") in message
+    assert "the claims they drive (d) will be decided and shown as post hoc" in message
 
 
 def test_the_schema_offers_the_spending_functions_of_core_sequential():

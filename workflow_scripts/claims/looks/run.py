@@ -18,8 +18,10 @@ then each open claim either
       seeds it needs is reported, not used: from a few seeds it is too noisy to stop on).
 
 The last planned look decides what is open, inconclusive if not settled (budget spent). A
-look with no claim left open stops. Each look writes one JSON document: the plan, every
-driving claim's state, one row per member (seeds, boundary, statistic, verdict) and the
+look with no claim left open stops. Each look writes one JSON document: the plan (claims/
+looks/plan.py: the driving claims, budget, spending, seeds and levels; a look whose previous
+document has another plan is refused, `refusal` says what a reset does), every driving
+claim's state, one row per member (seeds, boundary, statistic, verdict) and the
 arms' seeds of the next look, which the workflow reads to train and evaluate only those
 (rules/looks.smk).
 
@@ -39,26 +41,16 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_scripts.claims import data as claims_data
-from workflow_scripts.claims import decide, spec
+from workflow_scripts.claims import decide, registration, spec
 from workflow_scripts.claims.looks import arms as look_arms
-from workflow_scripts.core import contracts, notation
+from workflow_scripts.claims.looks import plan as look_plan_doc
+from workflow_scripts.core import contracts, notation, paths
 from workflow_scripts.core.settings import Claims, Looks
-from workflow_scripts.stats import look_plan, sequential
 
 DECIDED = ("supported", "refuted")
 # Per (look, member): the seeds per trained arm, the look's boundary, the statistic.
 COLUMNS = ("look", "claim", "member", "seeds", "boundary", "estimate", "ci_low", "ci_high",
            "p_support", "p_refute", "verdict", "claim_verdict", "status", "reason")
-
-
-def plan(settings: Claims, adaptive_cfg: dict, claims: list[spec.Claim],
-         recipe_seeds: dict) -> tuple[list[int], list[float]]:
-    """(seeds per arm at each look, the one-sided level of each look), fixed in advance."""
-    first = look_arms.start(look_arms.driving(claims, adaptive_cfg), recipe_seeds)
-    seeds = look_plan.plan_looks(first, adaptive_cfg["max_seeds"], adaptive_cfg.get("step"),
-                                 adaptive_cfg.get("looks"))
-    return seeds, sequential.look_alphas(seeds, (1 - settings.ci) / 2,
-                                         adaptive_cfg["spending"])
 
 
 def _need(members: list[dict]) -> float:
@@ -106,14 +98,14 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
              previous: dict | None, results, threads=None) -> dict:
     claims = spec.parse(settings.claims, grid)
     driving = look_arms.driving(claims, adaptive_cfg)
-    seeds, alphas = plan(settings, adaptive_cfg, claims, grid.recipe_seeds)
+    the_plan = look_plan_doc.record(settings.ci, adaptive_cfg, claims, grid.recipe_seeds)
+    seeds, alphas = the_plan["seeds"], the_plan["alphas"]
     if k >= len(seeds):
         raise ValueError(f"look {k} is beyond the {len(seeds)} planned looks ({seeds})")
     if (previous is None) != (k == 0) or (previous and previous["look"] != k - 1):
         raise ValueError(f"look {k} needs look {k - 1}'s document (--previous)")
-    if previous and previous["plan"] != {"seeds": seeds, "alphas": alphas}:
-        raise ValueError("the looks were planned with other settings: remove results/looks "
-                         "to start the looks again")
+    if previous and previous["plan"] != the_plan:
+        raise ValueError(refusal(k, previous["plan"], the_plan))
     state = dict(previous["claims"]) if previous else {}
     live = [c for c in driving if state.get(c.id, {}).get("status", "open") == "open"]
     arms = {key: look_arms.seeds_at(grid.recipe_seeds[key[0]], seeds[k])
@@ -141,8 +133,23 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
     still = [c for c in live if state[c.id]["status"] == "open"]
     nxt = {key: look_arms.seeds_at(grid.recipe_seeds[key[0]], seeds[k + 1])
            for c in still for key in look_arms.trained_arms(c)}
-    return {"look": k, "plan": {"seeds": seeds, "alphas": alphas}, "claims": state,
+    return {"look": k, "plan": the_plan, "claims": state,
             "rows": rows, "next": look_arms.arm_rows(nxt), "stop": not still}
+
+
+def refusal(k: int, made: dict, configured: dict) -> str:
+    """Why look k does not follow a previous look made with another plan, and what a reset
+    does: the registration keeps the first plan, so the claims a plan changed after their
+    data drives are post hoc."""
+    drives = ", ".join(dict.fromkeys([*made.get("claims", []), *configured["claims"]]))
+    return (f"look {k - 1}'s document ({paths.LOOK.format(k=k - 1)}) was made with another "
+            f"look plan ({registration.describe_plan(made)}) "
+            f"than the config's ({registration.describe_plan(configured)}). To restart the "
+            "looks with the config's plan, remove results/looks; the reset is recorded: "
+            f"{paths.CLAIMS_REGISTRY} keeps the first plan in its history, so the new looks "
+            f"come after their data and the claims they drive ({drives}) will be decided and "
+            "shown as post hoc (not covered by the error rate). To keep them registered, "
+            "restore the plan the looks were made with.")
 
 
 def final_arms(look: dict) -> dict:
@@ -156,8 +163,37 @@ def gather(paths) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def markdown(paths, recipe_seeds: dict) -> str:
-    """The looks' section of claims.md: the path of every driving claim."""
+def registration_text(record: dict, plan: dict) -> str:
+    """What the registration (claims/registration.py) says of the looks' plan: registered
+    before its data, so the starting seeds' report is its look 0, decided at that look's
+    level; or post hoc, and why."""
+    entry = record.get("looks")
+    drives = ", ".join(plan["claims"])
+    where = Path(paths.CLAIMS_REGISTRY).name
+    if registration.plan_status(record, plan) == registration.REGISTERED:
+        return (f"**Registered before the data.** This plan was recorded in {where} at "
+                f"{entry['registered_at']}, before any data of the claims it drives "
+                f"({drives}) existed: the report at the starting {plan['seeds'][0]} seeds per "
+                f"arm is look 0 of this plan, so those claims are decided there at its level "
+                f"{plan['alphas'][0]:.3g} (not at the fixed-seed α), and the error rate covers "
+                "the looks as planned.")
+    if entry is None or entry["fingerprint"] != registration.plan_fingerprint(plan):
+        why = f"it is not the plan {where} records"
+    elif entry["history"]:
+        first = entry["history"][0]
+        why = (f"it was recorded at {entry['registered_at']}, after their data existed, in "
+               f"place of the plan first registered at {first['registered_at']} "
+               f"({registration.describe_plan(first['plan'])}): the looks were reset")
+    else:
+        why = (f"it was recorded at {entry['registered_at']}, after their data existed: the "
+               "fixed-seed report at α was a look the plan does not count")
+    return (f"**Post hoc.** The claims this plan drives ({drives}) are post hoc, their "
+            f"verdicts not covered by the error rate: {why}.")
+
+
+def markdown(paths, recipe_seeds: dict, record: dict | None = None) -> str:
+    """The looks' section of claims.md: the plan (and, given the registration's `record`,
+    whether it was registered before its data), the path of every driving claim."""
     looks = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
     df = gather(paths)
     last = looks[-1]
@@ -171,6 +207,8 @@ def markdown(paths, recipe_seeds: dict) -> str:
            "decided as at the look that settled them; every other claim, table and figure "
            f"uses the configured seeds ({configured}), and the training compute and usage "
            "tables count only those trainings.", ""]
+    if record is not None:  # (a document made before plans named their claims: the looks')
+        out += [registration_text(record, {"claims": list(last["claims"]), **last["plan"]}), ""]
     for cid, s in last["claims"].items():
         out.append(f"- **{cid}** ({s['verdict']}, look {s['look']}): {s['reason']}")
     out.append("")
