@@ -75,3 +75,64 @@ def test_the_report_says_which_claims_are_post_hoc():
     assert "not covered by the error rate): b." in md
     rows = [line for line in md.splitlines() if line.startswith(("| a |", "| b |"))]
     assert "| **supported** |" in rows[0] and "| **supported** (post hoc) |" in rows[1]
+
+
+PLAN = {"claims": ["a"], "max_seeds": 10, "spending": "obrien-fleming", "seeds": [3, 6, 10],
+        "alphas": [4.27e-05, 0.00377, 0.0212]}
+
+
+def test_a_look_plan_registered_before_its_data_keeps_its_claims_registered():
+    record, _ = reg.update({}, [A, B], has_data=lambda c: False, now="t0")
+    record, said = reg.update_plan(record, PLAN, had_data=False, now="t0")
+    assert said == ["seeds on demand: new look plan (looks at 3, 6, 10 seeds per arm, "
+                    "one-sided boundaries 4.27e-05, 0.00377, 0.0212 (obrien-fleming), "
+                    "driving a) registered before its driving claims' data"]
+    assert reg.plan_status(record, PLAN) == reg.REGISTERED
+    assert reg.status(record, A, PLAN) == reg.REGISTERED
+    assert reg.update_plan(record, json.loads(json.dumps(PLAN)), True, "t1") == (record, [])
+    # The claims' entries survive the plan's, and the plan's a claim's update.
+    assert set(record["claims"]) == {"a", "b"}
+    assert reg.update(record, [A, B], lambda c: True, "t1")[0]["looks"] == record["looks"]
+    # A last-digit difference in a level is the same plan; another level is not.
+    same = {**PLAN, "alphas": [4.27e-05 * (1 + 1e-14), 0.00377, 0.0212]}
+    assert reg.plan_status(record, same) == reg.REGISTERED
+    assert reg.plan_status(record, {**PLAN, "alphas": [1e-4, 0.00377, 0.0212]}) == reg.POST_HOC
+
+
+def test_a_plan_after_its_data_makes_only_the_claims_it_drives_post_hoc():
+    record, _ = reg.update({}, [A, B], has_data=lambda c: False, now="t0")
+    record, (said,) = reg.update_plan(record, PLAN, had_data=True, now="t1")
+    assert said.endswith("registered after its driving claims' data existed (their "
+                         "fixed-seed report at α was a look this plan does not count): a "
+                         "will be decided as post hoc")
+    assert reg.status(record, A, PLAN) == reg.POST_HOC  # a is driven by the plan
+    assert reg.status(record, B, PLAN) == reg.REGISTERED  # b is not
+    assert reg.status(record, A) == reg.REGISTERED  # decided without the looks
+
+
+def test_a_plan_changed_after_its_data_keeps_the_first_in_its_history():
+    record, _ = reg.update({}, [A], has_data=lambda c: False, now="t0")
+    record, _ = reg.update_plan(record, PLAN, had_data=False, now="t0")
+    edited = {**PLAN, "seeds": [3, 5, 10], "alphas": [4.27e-05, 0.0025, 0.0223]}
+    assert reg.status(record, A, edited) == reg.POST_HOC  # not the registered plan
+    record, (said,) = reg.update_plan(record, edited, had_data=True, now="t1")
+    assert "(it replaces the plan registered at t0, kept in the record's history: the " \
+           "looks restart): a will be decided as post hoc" in said
+    assert [h["plan"] for h in record["looks"]["history"]] == [PLAN]
+    record, _ = reg.update_plan(record, PLAN, had_data=True, now="t2")  # edited back
+    assert reg.status(record, A, PLAN) == reg.POST_HOC
+    assert [h["registered_at"] for h in record["looks"]["history"]] == ["t0", "t1"]
+
+
+def test_register_records_the_plan_once_and_a_broken_plan_entry_names_its_file(tmp_path):
+    path = tmp_path / "claims_registration.json"
+    said = reg.register(path, [A, B], lambda c: c["id"] == "b", PLAN)  # b's data exist
+    assert said[-1].endswith("registered before its driving claims' data")  # a's do not
+    record = reg.read(path)
+    assert reg.status(record, A, PLAN) == reg.REGISTERED
+    assert reg.register(path, [A, B], lambda c: True, PLAN) == []
+    assert reg.read(path) == record
+    path.write_text(json.dumps({"claims": {}, "looks": {"plan": PLAN}}))
+    with pytest.raises(contracts.DataError, match=r"claims_registration.json: 'looks' is not "
+                       r"a look plan's entry \(fingerprint, plan, before_data\)"):
+        reg.read(path)

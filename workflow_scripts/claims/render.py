@@ -127,8 +127,9 @@ def registration_text(claims: list[dict]) -> str:
             f"decided claim{'s' * (len(marked) != 1)} (results/claims_registration.json).")
     if not post:
         return head
-    return (head + f" Post hoc (added or edited after their data existed, so their verdicts "
-            f"are not covered by the error rate): {', '.join(post)}.")
+    return (head + f" Post hoc (added or edited after their data existed, or driven by a look "
+            f"plan registered after it, so their verdicts are not covered by the error rate): "
+            f"{', '.join(post)}.")
 
 
 def _verdict_cell(c: dict) -> str:

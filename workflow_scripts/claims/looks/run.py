@@ -169,7 +169,7 @@ def registration_text(record: dict, plan: dict) -> str:
     level; or post hoc, and why."""
     entry = record.get("looks")
     drives = ", ".join(plan["claims"])
-    where = Path(paths.CLAIMS_REGISTRY).name
+    where = paths.CLAIMS_REGISTRY
     if registration.plan_status(record, plan) == registration.REGISTERED:
         return (f"**Registered before the data.** This plan was recorded in {where} at "
                 f"{entry['registered_at']}, before any data of the claims it drives "
