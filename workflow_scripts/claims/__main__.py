@@ -100,9 +100,10 @@ def main(argv=None) -> None:
                     help="with --config: allow --table/--markdown inside the results folder "
                          "(replacing what the workflow wrote there)")
     ap.add_argument("--threads", type=int, help="bootstrap threads (default: usable CPUs)")
-    ap.add_argument("--registration", help="when each claim was registered (default: "
-                    "claims_registration.json in the results folder); claims it does not "
-                    "show registered before their data are post hoc")
+    ap.add_argument("--registration", help="when each claim and look plan was registered "
+                    "(default: claims_registration.json in the results folder); claims it "
+                    "does not show registered before their data, or driven by a look plan "
+                    "it does not, are post hoc")
     ap.add_argument("--looks", nargs="*", default=[],
                     help="the looks of seeds on demand (results/looks/look*.json), in order")
     a = ap.parse_args(argv)

@@ -28,4 +28,3 @@ def record(ci: float, adaptive_cfg: dict, claims: list, recipe_seeds: dict) -> d
             "max_seeds": int(adaptive_cfg["max_seeds"]),
             "spending": adaptive_cfg["spending"], "seeds": seeds,
             "alphas": [float(a) for a in alphas]}
-

@@ -179,7 +179,7 @@ def registration_text(record: dict, plan: dict) -> str:
                 "the looks as planned.")
     if entry is None or entry["fingerprint"] != registration.plan_fingerprint(plan):
         why = f"it is not the plan {where} records"
-    elif entry["history"]:
+    elif entry.get("history"):
         first = entry["history"][0]
         why = (f"it was recorded at {entry['registered_at']}, after their data existed, in "
                f"place of the plan first registered at {first['registered_at']} "
