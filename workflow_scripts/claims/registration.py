@@ -88,11 +88,23 @@ def update(record: dict, claims: Iterable[dict], has_data: Callable[[dict], bool
     return {**record, "claims": entries}, said
 
 
-def update_plan(record: dict, plan: dict, had_data: bool, now: str) -> tuple[dict, list[str]]:
-    """The record with `plan` (claims/looks/plan.py `record`) as its look plan where it is
-    new or changed (before_data: had_data, whether any driving claim's data existed, is
-    false), the previous plan moved to the entry's history; and the line that says so."""
+def update_plan(record: dict, plan: dict | None, had_data: bool, now: str,
+                ) -> tuple[dict, list[str]]:
+    """The record with `plan` (claims/looks/plan.py `record`; None: seeds on demand is off)
+    as its look plan where it is new or changed (before_data: had_data, whether any driving
+    claim's data existed, is false), the previous plan moved to the entry's history; and the
+    line that says so. Off after a plan is a change too: the fixed-seed report it gives is a
+    look no plan counts, so a plan turned on again after the data is post hoc."""
     old = record.get("looks")
+    if plan is None:
+        if old is None or old["plan"] is None:
+            return record, []
+        entry = {"fingerprint": None, "plan": None, "registered_at": now,
+                 "before_data": not had_data, "history": _history(old, "plan")}
+        return {**record, "looks": entry}, [
+            f"seeds on demand: turned off; the look plan registered at {old['registered_at']} "
+            "stays in the record's history, and a plan turned on again after its driving "
+            "claims' data existed will make them post hoc"]
     fp = plan_fingerprint(plan)
     if old is not None and old["fingerprint"] == fp:
         return record, []
@@ -103,9 +115,14 @@ def update_plan(record: dict, plan: dict, had_data: bool, now: str) -> tuple[dic
     if not had_data:
         line += "before its driving claims' data"
     else:
-        why = (f"it replaces the plan registered at {old['registered_at']}, kept in the "
-               "record's history: the looks restart" if old else
-               "their fixed-seed report at α was a look this plan does not count")
+        if old is None:
+            why = "their fixed-seed report at α was a look this plan does not count"
+        elif old["plan"] is None:
+            why = (f"seeds on demand was off from {old['registered_at']}: the fixed-seed "
+                   "report at α was a look this plan does not count")
+        else:
+            why = (f"it replaces the plan registered at {old['registered_at']}, kept in the "
+                   "record's history: the looks restart")
         line += (f"after its driving claims' data existed ({why}): "
                  f"{', '.join(plan['claims'])} will be decided as post hoc")
     return {**record, "looks": entry}, [line]
@@ -178,16 +195,15 @@ def register_study(path, settings, parsed, results, grid, looks=None) -> None:
 def register(path, claims: Iterable[dict], has_data: Callable[[dict], bool],
              plan: dict | None = None) -> list[str]:
     """Add the claims the record at `path` lacks, and the look plan `plan` where it is new
-    or changed (its data: any of its driving claims' by has_data), written atomically; their
-    lines."""
+    or changed (its data: any of its driving claims' by has_data; None: seeds on demand is
+    off, recorded where a plan was), written atomically; their lines."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     claims = list(claims)
     record, said = update(read(path), claims, has_data, now)
-    if plan is not None:
-        by_id = {c["id"]: c for c in claims}
-        record, more = update_plan(record, plan, any(has_data(by_id[c]) for c in plan["claims"]),
-                                   now)
-        said += more
+    by_id = {c["id"]: c for c in claims}
+    had = plan is not None and any(has_data(by_id[c]) for c in plan["claims"])
+    record, more = update_plan(record, plan, had, now)
+    said += more
     if said:
         contracts.write_json(path, record)
     return said

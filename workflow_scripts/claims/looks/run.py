@@ -180,10 +180,13 @@ def registration_text(record: dict, plan: dict) -> str:
     if entry is None or entry["fingerprint"] != registration.plan_fingerprint(plan):
         why = f"it is not the plan {where} records"
     elif entry.get("history"):
-        first = entry["history"][0]
+        first, off = entry["history"][0], [h for h in entry["history"] if h["plan"] is None]
+        how = (f"seeds on demand was turned off at {off[-1]['registered_at']} (its fixed-seed "
+               "report at α is a look the plan does not count)" if off else
+               "the looks were reset")
         why = (f"it was recorded at {entry['registered_at']}, after their data existed, in "
                f"place of the plan first registered at {first['registered_at']} "
-               f"({registration.describe_plan(first['plan'])}): the looks were reset")
+               f"({registration.describe_plan(first['plan'])}): {how}")
     else:
         why = (f"it was recorded at {entry['registered_at']}, after their data existed: the "
                "fixed-seed report at α was a look the plan does not count")
