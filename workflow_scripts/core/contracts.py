@@ -69,7 +69,8 @@ STATS_TABLES = {
                  "share_interaction"),
     "seeds_needed": ("metric", "recipe", "strategy", "depth", "benchmark", "interval", "n_seeds",
                      "target_half_width", "target_delta", "half_width_now",
-                     "seeds_for_half_width", "seeds_for_delta"),
+                     "seeds_for_half_width", "seeds_for_delta", "delta_versus",
+                     "arm_example_sd"),
     "agreement": ("metric", "recipe", "strategy", "depth", "benchmark", "seed_a", "seed_b",
                   "top1_agreement", "spearman"),
 }

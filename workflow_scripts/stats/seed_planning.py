@@ -125,7 +125,14 @@ def _chi2(df: float, u: np.ndarray) -> np.ndarray:
 
 def decided_share(terms_n: Sequence[Term], seed_values: np.ndarray, distance: np.ndarray,
                   ci: float) -> float:
-    """Share of draws in which the calibrated ci interval at n seeds excludes the threshold:
+    """Share of draws in which the calibrated ci interval at n seeds excludes the threshold
+    (`decisions`)."""
+    return float(np.mean(decisions(terms_n, seed_values, distance, ci)))
+
+
+def decisions(terms_n: Sequence[Term], seed_values: np.ndarray, distance: np.ndarray,
+              ci: float) -> np.ndarray:
+    """Per draw, whether the calibrated ci interval at n seeds excludes the threshold:
     terms_n the terms at n (terms_at: the example and residual terms as n seeds give them),
     seed_values [draws, seed terms] the seed terms' coef * ms drawn at n, distance [draws]
     the n-seed estimate's distance from the threshold. calibrated.total_variance and
@@ -162,10 +169,10 @@ def decided_share(terms_n: Sequence[Term], seed_values: np.ndarray, distance: np
     df = np.where(total > 0, np.minimum(np.maximum(df, df_seed), cap), no_charge)
     level = tail_calibration.calibrated_level((1 - ci) / 2, cal.reduced(terms_n))
     if not level > 0:  # the seeds cannot support this level at n: never decided
-        return 0.0
+        return np.zeros(len(m), dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.abs(distance) / np.sqrt(var)
-    return float(np.mean(special.stdtr(df, -stat) <= level))
+    return special.stdtr(df, -stat) <= level
 
 
 def _seed_parts(terms: Sequence[Term]) -> list[tuple[float, float, int, float]]:
