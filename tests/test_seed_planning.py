@@ -176,14 +176,20 @@ def test_the_assured_count_is_none_where_the_examples_limit_it():
 
 
 def test_the_planner_is_deterministic_and_fast():
-    terms = expected_terms(3)
-    first = sp.seeds_for_assurance(terms, 0.02)
+    """The claims plan per member and look: the same answer every call, well under 50 ms
+    once the tail calibration's tables are cached (the fastest of 3 calls: the CPU is
+    shared), and more seeds than the coin-flip count where seeds dominate the estimate."""
     import time
 
-    start = time.perf_counter()
-    again = sp.seeds_for_assurance(terms, 0.02)
-    assert time.perf_counter() - start < 0.05
-    assert first == again and first.seeds > first.at_margin
+    terms = expected_terms(3)
+    first = sp.seeds_for_assurance(terms, 0.02)
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        assert sp.seeds_for_assurance(terms, 0.02) == first
+        times.append(time.perf_counter() - start)
+    assert min(times) < 0.05
+    assert first.seeds > first.at_margin
 
 
 SEED, INTERACTION, NOISE, DELTA = 0.005, 0.02, 0.05, 0.01  # per arm: the issue's case
