@@ -304,14 +304,14 @@ def seeds_needed(plan, ci: float) -> dict:
         r = cal.compare(a, b, design=c.design, ci=ci, resample=c.resample, **_kwargs(c, rho))
     except ValueError:
         return nan
-    plan = seed_planning.seeds_for_assurance(r.terms, margin, ci)
+    assured = seed_planning.seeds_for_assurance(r.terms, margin, ci)
     now = max((t.seeds for t in r.terms), default=0)
 
     def count(n):  # undecided now: more than now
         return math.nan if n is None else float(max(n, now + 1))
 
-    return {"seeds_needed": count(plan.seeds), "seeds_share": plan.share,
-            "seeds_at_margin": count(plan.at_margin)}
+    return {"seeds_needed": count(assured.seeds), "seeds_share": assured.share,
+            "seeds_at_margin": count(assured.at_margin)}
 
 
 # ---------------------------------------------------------------------------------------
