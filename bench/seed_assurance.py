@@ -5,10 +5,11 @@ give the power it promises?
 Assurance. Each study is a paired difference over 300 examples, per seed s and example q:
 d[s, q] = delta + example[q] + seed[s] + noise[s, q], each the difference of two arms' draws
 (per arm sds times sqrt 2), in bench/sequential.py's regimes (seeds dominate, balanced,
-examples dominate). It starts at 3 seeds; an inconclusive one plans from its own 3 seeds
-(the claim's planner, decide.seeds_needed: seeds_for_assurance and, beside it, the coin-flip
-count seeds_at_margin), then gets that many seeds, its 3 kept and the examples the same,
-and is decided again at alpha = 2.5% one-sided (95% interval). Truths:
+examples dominate); or two unpaired arms with independent seeds (the two regimes where seeds
+matter), each with its own arm x example effect. It starts at 3 seeds; an inconclusive one
+plans from its own 3 seeds (the claim's planner, decide.seeds_needed: seeds_for_assurance
+and, beside it, the coin-flip count seeds_at_margin), then gets that many seeds, its 3 kept
+and the examples the same, and is decided again at alpha = 2.5% one-sided (95% interval). Truths:
   like this one   delta uniform over +-4 sds of the 3-seed estimate (studies like the one
                   planned from: the planner's share is over them)
   fixed           delta = 3 sds of the estimate at 10 seeds
@@ -71,39 +72,57 @@ def sd_at(sd, n: int) -> float:
     return math.sqrt(2 * (seed**2 / n + inter**2 / Q + noise**2 / (n * Q)))
 
 
-def verdict(d: np.ndarray) -> str:
-    r = cal.compare(np.zeros_like(d), d, design="paired")
+def verdict(a: np.ndarray, b: np.ndarray, design: str) -> str:
+    r = cal.compare(a, b, design=design)
     return "supported" if r.ci_low > 0 else "refuted" if r.ci_high < 0 else "inconclusive"
 
 
-def follow(regime: str, truth: str, studies: int) -> dict:
+def study(rng, sd, delta: float, design: str):
+    """rows(k) -> (a, b): k more seeds of the study's two arms on its examples. Paired: a is
+    0 and b the difference (per arm sds times sqrt 2); unpaired: two arms with independent
+    seeds, each its own arm x example effect, an example main effect (sd 0.1) shared."""
+    seed_sd, inter, noise = sd
+    if design == "paired":
+        seed_sd, inter, noise = (math.sqrt(2) * v for v in sd)
+        examples = rng.normal(0, inter, (1, Q))
+
+        def rows(k):
+            return np.zeros((k, Q)), (delta + examples + rng.normal(0, seed_sd, (k, 1))
+                                      + rng.normal(0, noise, (k, Q)))
+        return rows
+    shared = rng.normal(0, 0.1, (1, Q))
+    own = [shared + rng.normal(0, inter, (1, Q)) for _ in range(2)]
+
+    def rows(k):
+        return tuple(shift + e + rng.normal(0, seed_sd, (k, 1)) + rng.normal(0, noise, (k, Q))
+                     for shift, e in zip((0.0, delta), own, strict=True))
+    return rows
+
+
+def follow(regime: str, truth: str, studies: int, design: str = "paired") -> dict:
     sd = REGIMES[regime]
-    rng = rng_for(regime, truth)
-    seed_sd, inter, noise = (math.sqrt(2) * v for v in sd)
+    rng = rng_for(regime, truth, *(() if design == "paired" else (design,)))
     out = {"inconclusive": 0, "unreachable": 0, "examples limit": 0, "beyond": 0,
            "assured": [], "coin": [], "n": [], "false": 0, "false coin": 0}
     for _ in range(studies):
         delta = {"like this one": rng.uniform(-4, 4) * sd_at(sd, START),
                  "fixed": 3 * sd_at(sd, 10), "null": 0.0}[truth]
-        examples = rng.normal(0, inter, (1, Q))
-
-        def rows(k, delta=delta, examples=examples):
-            return (delta + examples + rng.normal(0, seed_sd, (k, 1))
-                    + rng.normal(0, noise, (k, Q)))
-
-        d = rows(START)
-        first = verdict(d)
+        rows = study(rng, sd, delta, design)
+        a, b = rows(START)
+        first = verdict(a, b, design)
         if first != "inconclusive":
             out["false"] += first == "supported"
             out["false coin"] += first == "supported"
             continue
         out["inconclusive"] += 1
-        r = cal.compare(np.zeros_like(d), d, design="paired")
+        r = cal.compare(a, b, design=design)
         plan = sp.seeds_for_assurance(r.terms, abs(r.estimate))
         out["examples limit"] += plan.at_margin is None
         if plan.at_margin is not None and plan.at_margin <= FOLLOW_MAX:
             coin = max(plan.at_margin, START + 1)
-            out["false coin"] += verdict(np.vstack([d, rows(coin - START)])) == "supported"
+            more = rows(coin - START)
+            out["false coin"] += verdict(np.vstack([a, more[0]]), np.vstack([b, more[1]]),
+                                         design) == "supported"
         if plan.seeds is None:
             out["unreachable"] += 1
             continue
@@ -112,10 +131,11 @@ def follow(regime: str, truth: str, studies: int) -> dict:
         if max(plan.seeds, coin) > FOLLOW_MAX:
             out["beyond"] += 1
             continue
-        full = np.vstack([d, rows(max(plan.seeds, coin) - START)])
-        at_n = verdict(full[:plan.seeds])
+        more = rows(max(plan.seeds, coin) - START)
+        full_a, full_b = np.vstack([a, more[0]]), np.vstack([b, more[1]])
+        at_n = verdict(full_a[:plan.seeds], full_b[:plan.seeds], design)
         out["assured"].append(at_n != "inconclusive")
-        out["coin"].append(verdict(full[:coin]) != "inconclusive")  # its own added seeds
+        out["coin"].append(verdict(full_a[:coin], full_b[:coin], design) != "inconclusive")
         out["false"] += at_n == "supported"
     return out
 
@@ -127,28 +147,33 @@ def share(x: list) -> str:
     return f"{100 * p:.1f} ± {100 * math.sqrt(p * (1 - p) / len(x)):.1f}"
 
 
+CELLS = [*((regime, truth, "paired") for regime in REGIMES
+           for truth in ("like this one", "fixed", "null")),
+         *((regime, truth, "unpaired") for regime in ("seeds dominate", "balanced")
+           for truth in ("like this one", "null"))]
+
+
 def assurance_table(studies: int) -> None:
     print(f"## Assurance (target {sp.ASSURANCE:.0%}; {studies} studies per cell)\n")
-    print("| regime | truth | inconclusive at 3 | unreachable (examples limit) | followed | "
-          "decided at assured n % | decided at coin-flip n % | assured n: 10/25/50/75/90% | "
-          "false supported % (assured / coin-flip) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for regime in REGIMES:
-        for truth in ("like this one", "fixed", "null"):
-            t0 = time.perf_counter()
-            o = follow(regime, truth, studies)
-            q = (np.percentile(o["n"], [10, 25, 50, 75, 90]).round().astype(int)
-                 if o["n"] else [])
-            base = max(o["inconclusive"], 1)
-            unreach = (f"{100 * o['unreachable'] / base:.0f}% "
-                       f"({100 * o['examples limit'] / base:.0f}%)")
-            false = (f"{100 * o['false'] / studies:.2f} / {100 * o['false coin'] / studies:.2f}"
-                     if truth == "null" else "–")
-            print(f"| {regime} | {truth} | {o['inconclusive']} | {unreach} | "
-                  f"{len(o['assured'])} (+{o['beyond']} beyond {FOLLOW_MAX}) | "
-                  f"{share(o['assured'])} | {share(o['coin'])} | "
-                  f"{'/'.join(map(str, q))} | {false} |", flush=True)
-            print(f"<!-- {time.perf_counter() - t0:.0f} s -->", file=sys.stderr, flush=True)
+    print("| design | regime | truth | inconclusive at 3 | unreachable (examples limit) | "
+          "followed | decided at assured n % | decided at coin-flip n % | "
+          "assured n: 10/25/50/75/90% | false supported % (assured / coin-flip) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for regime, truth, design in CELLS:
+        t0 = time.perf_counter()
+        o = follow(regime, truth, studies, design)
+        q = (np.percentile(o["n"], [10, 25, 50, 75, 90]).round().astype(int)
+             if o["n"] else [])
+        base = max(o["inconclusive"], 1)
+        unreach = (f"{100 * o['unreachable'] / base:.0f}% "
+                   f"({100 * o['examples limit'] / base:.0f}%)")
+        false = (f"{100 * o['false'] / studies:.2f} / {100 * o['false coin'] / studies:.2f}"
+                 if truth == "null" else "–")
+        print(f"| {design} | {regime} | {truth} | {o['inconclusive']} | {unreach} | "
+              f"{len(o['assured'])} (+{o['beyond']} beyond {FOLLOW_MAX}) | "
+              f"{share(o['assured'])} | {share(o['coin'])} | "
+              f"{'/'.join(map(str, q))} | {false} |", flush=True)
+        print(f"<!-- {time.perf_counter() - t0:.0f} s -->", file=sys.stderr, flush=True)
 
 
 def pair_terms(seed: float, inter: float, noise: float, q: int, s: int = 3) -> list:
