@@ -7,6 +7,7 @@ tests/test_adaptive_seeds.py."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -234,6 +235,20 @@ def test_an_open_claims_reason_names_the_level_its_seed_count_is_planned_at():
                       "the most lenient left)")
     _, reason = looks._state("inconclusive", 6.0, 0, [3, 5, 8], 8, (1, 0.0073))
     assert "(planner: 6 at look 1's α = 0.0073, the most lenient left)" in reason
+
+
+def test_a_claim_stops_only_where_the_examples_limit_it():
+    """The looks stop a claim on seeds_at_margin (the rule bench/sequential.py measured),
+    not on the assured count: one that no count decides in 80% of studies like it, yet whose
+    expected interval can reach its threshold, stays open and says so."""
+    plan = (1, 0.0189516)
+    status, reason = looks._state("inconclusive", math.nan, 0, [3, 5], 5, plan, 9.0)
+    assert status == "open" and "planner: unreachable in 80% at" in reason
+    status, _ = looks._state("inconclusive", 40.0, 0, [3, 5], 5, plan, math.nan)
+    assert status == "examples limit"
+    members = [{"verdict": "inconclusive", "p_support": 0.1, "p_refute": 0.9,
+                "seeds_needed": math.nan, "seeds_at_margin": 7.0}]
+    assert math.isnan(looks._need(members)) and looks._need(members, "seeds_at_margin") == 7
 
 
 @pytest.mark.parametrize("spending", ["obrien-fleming", "pocock"])
