@@ -11,19 +11,20 @@ CLAIM_GRID_JSON = json.dumps(CLAIM_GRID.to_dict(), sort_keys=True)
 # Claims follow the grid: one naming what an edited grid lacks is not-applicable, said here.
 for _warning in claim_spec.not_applicable_warnings(CLAIMS):
     print(_warning, file=sys.stderr)
-# When a run starts: record each new or edited claim and whether its data existed then
-# (claims/registration.py): a claim added or edited after its data is post hoc.
+# Seeds on demand: looks over the driving claims (rules/looks.smk).
+ADAPTIVE_SEEDS = bool(config.get("adaptive_seeds")) and PLAN.has_biencoder
+# When a run starts: record each new or edited claim, and the look plan, and whether their
+# data existed then (claims/registration.py): one added or edited after its data is post hoc.
 ONSTART.append(
     lambda: claim_registration.register_study(
         paths.CLAIMS_REGISTRY,
-        stage_settings.Claims.from_config(config).claims,
+        stage_settings.Claims.from_config(config),
         CLAIMS,
         "results",
         CLAIM_GRID,
+        stage_settings.Looks.from_config(config) if ADAPTIVE_SEEDS else None,
     )
 )
-# Seeds on demand: looks over the driving claims (rules/looks.smk).
-ADAPTIVE_SEEDS = bool(config.get("adaptive_seeds")) and PLAN.has_biencoder
 if ADAPTIVE_SEEDS:
 
     include: "looks.smk"

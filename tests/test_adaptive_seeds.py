@@ -53,7 +53,12 @@ def test_seeds_on_demand_train_only_the_open_claims_arms(tiny_run_copy):
     before = _digests(wd)
     # Look 0 decides both claims at the configured 2 seeds: one stays open, one is
     # limited by the examples.
-    snakemake(wd, "--configfile", str(cfg), "--cores", "2", "results/looks/look0.json")
+    started = snakemake(wd, "--configfile", str(cfg), "--cores", "2",
+                        "results/looks/look0.json")
+    # Turned on after the fixed-seed study: the run start records the plan after its data.
+    assert ("seeds on demand: new look plan (looks at 2, 3 seeds per arm, one-sided "
+            "boundaries ") in started.stderr
+    assert "registered after its driving claims' data existed" in started.stderr
     look0 = json.loads((wd / "results/looks/look0.json").read_text())
     assert look0["plan"]["seeds"] == [2, 3] and not look0["stop"]
     assert look0["claims"]["deeper-helps"]["status"] == "open"
@@ -97,7 +102,11 @@ def test_seeds_on_demand_train_only_the_open_claims_arms(tiny_run_copy):
     head = claims[(claims.claim == "deeper-helps") & (claims.row == "claim")].iloc[0]
     assert head.verdict == last.claim_verdict and head.alpha == last.boundary
     assert head.p_support == pytest.approx(last.p_support)  # decided at 3 seeds, as look 1
+    marks = claims[claims.row == "claim"].set_index("claim").registration
+    assert marks["deeper-helps"] == "post hoc"  # driven by a plan registered after the data
+    assert (marks.drop(["deeper-helps", "budget"]).isin(["registered", ""])).all()
     results = (wd / "results/RESULTS.md").read_text()
+    assert "**Post hoc.** The claims this plan drives (" in results
     assert "### Seeds on demand" in results and "the examples limit it" in results
     assert "uses the configured seeds (r1: 1, 2; r4: 1, 2)" in results
     again = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "-n")

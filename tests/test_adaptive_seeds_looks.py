@@ -7,6 +7,7 @@ tests/test_adaptive_seeds.py."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -135,7 +136,9 @@ def test_explicit_looks_decide_at_the_listed_seed_counts(tmp_path):
         if previous["stop"]:
             break
     alphas = sequential.look_alphas([3, 5, 8], 0.025, "obrien-fleming")
-    assert docs[0]["plan"] == {"seeds": [3, 5, 8], "alphas": pytest.approx(alphas, rel=1e-12)}
+    assert docs[0]["plan"] == {"claims": ["deeper"], "max_seeds": 8,
+                               "spending": "obrien-fleming", "seeds": [3, 5, 8],
+                               "alphas": pytest.approx(alphas, rel=1e-12)}
     assert alphas[-1] > 0.02  # three looks keep most of alpha for the last
     # Open at 3 seeds, the next look jumps to 5 seeds, then 8; decided within the budget.
     assert docs[0]["claims"]["deeper"]["status"] == "open"
@@ -166,9 +169,17 @@ def test_a_look_refuses_a_plan_made_with_other_settings(tmp_path):
     doc = looks.run_look(0, Claims.from_config(config), spec.grid_from_config(config),
                          config["adaptive_seeds"], None, tmp_path / "results")
     changed = {**config["adaptive_seeds"], "max_seeds": 6}
-    with pytest.raises(ValueError, match="planned with other settings"):
+    with pytest.raises(ValueError) as refused:
         looks.run_look(1, Claims.from_config(config), spec.grid_from_config(config), changed,
                        doc, tmp_path / "results")
+    # It names both plans and what a reset does: recorded, the driving claims post hoc.
+    message = str(refused.value)
+    assert message.startswith("look 0's document (results/looks/look0.json) was made with "
+                              "another look plan (looks at 3, 4, 5 seeds per arm")
+    assert "than the config's (looks at 3, 4, 5, 6 seeds per arm" in message
+    assert ("remove results/looks; the reset is recorded: results/claims_registration.json "
+            "keeps the first plan in its history") in message
+    assert "the claims they drive (d) will be decided and shown as post hoc" in message
 
 
 def test_the_schema_offers_the_spending_functions_of_core_sequential():
@@ -226,6 +237,20 @@ def test_an_open_claims_reason_names_the_level_its_seed_count_is_planned_at():
     assert "(planner: 6 at look 1's α = 0.0073, the most lenient left)" in reason
 
 
+def test_a_claim_stops_only_where_the_examples_limit_it():
+    """The looks stop a claim on seeds_at_margin (the rule bench/sequential.py measured),
+    not on the assured count: one that no count decides in 80% of studies like it, yet whose
+    expected interval can reach its threshold, stays open and says so."""
+    plan = (1, 0.0189516)
+    status, reason = looks._state("inconclusive", math.nan, 0, [3, 5], 5, plan, 9.0)
+    assert status == "open" and "planner: unreachable in 80% at" in reason
+    status, _ = looks._state("inconclusive", 40.0, 0, [3, 5], 5, plan, math.nan)
+    assert status == "examples limit"
+    members = [{"verdict": "inconclusive", "p_support": 0.1, "p_refute": 0.9,
+                "seeds_needed": math.nan, "seeds_at_margin": 7.0}]
+    assert math.isnan(looks._need(members)) and looks._need(members, "seeds_at_margin") == 7
+
+
 @pytest.mark.parametrize("spending", ["obrien-fleming", "pocock"])
 def test_an_open_claim_is_planned_at_the_most_lenient_look_left(spending):
     """Only a later look can settle an open claim: its seed count (and the 'examples limit
@@ -240,3 +265,116 @@ def test_an_open_claim_is_planned_at_the_most_lenient_look_left(spending):
         assert level == max(alphas[k + 1:]) and j > k
         assert j == (len(alphas) - 1 if spending == "obrien-fleming" else k + 1)
     assert looks.plan_level(alphas, len(alphas) - 1) == (len(alphas) - 1, alphas[-1])
+
+
+# ---- the look plan registered before its data (claims/registration.py, docs/claims.md) ----
+DEEPER = {"id": "deeper", "statement": "L2 beats L1", "a": {"recipe": "r1", "depth": 1},
+          "b": {"recipe": "r1", "depth": 2}, "test": "greater"}
+ABOVE = {"id": "above", "statement": "L1 scores above 0.1", "estimate": "mean",
+         "arm": {"recipe": "r1", "depth": 1}, "test": "greater", "threshold": 0.1}
+
+
+def _register(config: dict, results, adaptive: bool = True) -> list[str]:
+    """What a run's start records (rules/claims.smk's hook), and the lines it says."""
+    import contextlib
+    import io
+
+    from workflow_scripts.claims import registration
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        registration.register_study(
+            results / "claims_registration.json", Claims.from_config(config),
+            spec.parse(config["claims"], spec.grid_from_config(config)), results,
+            spec.grid_from_config(config), Looks.from_config(config) if adaptive else None)
+    return err.getvalue().splitlines()
+
+
+def _claims_stage(config: dict, results, tmp_path) -> tuple[dict, str]:
+    """The looks from scratch, then the claims stage on them: ({claim: registration}, md)."""
+    from workflow_scripts.claims.__main__ import run
+
+    docs = _write_docs(tmp_path, _run_looks(config, results))
+    table = run(Claims.from_config(config), spec.grid_from_config(config), results,
+                tmp_path / "claims.parquet", tmp_path / "claims.md", look_files=docs)
+    heads = table[table.row == "claim"].set_index("claim")
+    return heads.registration.to_dict(), (tmp_path / "claims.md").read_text()
+
+
+def test_a_plan_registered_before_its_data_makes_look_0_the_starting_seeds_report(tmp_path):
+    """Registered: the starting seeds' report is look 0, at its level. Re-run after the
+    looks are removed, the same plan gives the same looks and stays registered; an edited
+    plan is recorded (the first kept in the history) and makes its claims post hoc."""
+    import shutil
+
+    results = tmp_path / "results"
+    config = _config([DEEPER, ABOVE], max_seeds=8, looks=[3, 5, 8])
+    config["adaptive_seeds"]["claims"] = ["deeper"]
+    said = _register(config, results)  # a first run starts: no evaluation exists yet
+    assert said[-1].startswith("seeds on demand: new look plan (looks at 3, 5, 8 seeds per "
+                               "arm, one-sided boundaries ")
+    assert said[-1].endswith("(obrien-fleming), driving deeper) registered before its "
+                             "driving claims' data")
+    _write_results(results, {1: 0.40, 2: 0.43}, seed_sd=0.01, rng=np.random.default_rng(5))
+    status, md = _claims_stage(config, results, tmp_path)
+    assert status == {"deeper": "registered", "above": "registered"}
+    alphas = sequential.look_alphas([3, 5, 8], 0.025, "obrien-fleming")
+    assert ("the report at the starting 3 seeds per arm is look 0 of this plan, so those "
+            f"claims are decided there at its level {alphas[0]:.3g} (not at the fixed-seed "
+            "α)") in md
+    assert "Registered before their data: 2 of 2 decided claims" in md
+
+    # The looks removed and run again with the same plan: the same documents, nothing new
+    # recorded, still registered.
+    first = [json.loads(p.read_text()) for p in sorted((tmp_path / "looks").glob("*.json"))]
+    record = (results / "claims_registration.json").read_text()
+    shutil.rmtree(tmp_path / "looks")
+    assert _register(config, results) == []
+    status, _ = _claims_stage(config, results, tmp_path)
+    assert [json.loads(p.read_text()) for p in sorted((tmp_path / "looks").glob("*.json"))] \
+        == first
+    assert (results / "claims_registration.json").read_text() == record
+    assert status == {"deeper": "registered", "above": "registered"}
+
+    # Reset with an edited plan: recorded, the first plan kept, the driving claim post hoc.
+    shutil.rmtree(tmp_path / "looks")
+    config["adaptive_seeds"]["looks"] = [3, 6, 8]
+    (said,) = _register(config, results)
+    assert said.startswith("seeds on demand: changed look plan (looks at 3, 6, 8 seeds")
+    assert said.endswith("after its driving claims' data existed (it replaces the plan "
+                         "registered at " + json.loads(record)["looks"]["registered_at"]
+                         + ", kept in the record's history: the looks restart): deeper will "
+                         "be decided as post hoc")
+    saved = json.loads((results / "claims_registration.json").read_text())["looks"]
+    assert [h["plan"]["seeds"] for h in saved["history"]] == [[3, 5, 8]]
+    status, md = _claims_stage(config, results, tmp_path)
+    assert status == {"deeper": "post hoc", "above": "registered"}
+    assert "**Post hoc.** The claims this plan drives (deeper) are post hoc" in md
+    assert "in place of the plan first registered at" in md and "the looks were reset" in md
+    assert "not covered by the error rate): deeper." in md  # the claims section says it too
+    # ... and edited back, still post hoc: the plan was chosen again after the data.
+    config["adaptive_seeds"]["looks"] = [3, 5, 8]
+    shutil.rmtree(tmp_path / "looks")
+    assert "after its driving claims' data existed" in _register(config, results)[0]
+    assert _claims_stage(config, results, tmp_path)[0]["deeper"] == "post hoc"
+
+
+def test_seeds_on_demand_turned_on_after_the_data_makes_its_claims_post_hoc(tmp_path):
+    """A finished fixed-seed study, then `adaptive_seeds`: its report at α was a look the
+    plan does not count, so the claims the plan drives are post hoc; the others are not."""
+    results = tmp_path / "results"
+    config = _config([DEEPER, ABOVE], max_seeds=5, looks=[3, 5])
+    config["adaptive_seeds"]["claims"] = ["deeper"]
+    claims_said = _register(config, results, adaptive=False)  # the fixed-seed study starts
+    assert len(claims_said) == 2 and all("before its data" in s for s in claims_said)
+    _write_results(results, {1: 0.40, 2: 0.43}, seed_sd=0.01, rng=np.random.default_rng(5))
+    (said,) = _register(config, results)  # adaptive_seeds turned on
+    assert said.endswith("registered after its driving claims' data existed (their "
+                         "fixed-seed report at α was a look this plan does not count): "
+                         "deeper will be decided as post hoc")
+    status, md = _claims_stage(config, results, tmp_path)
+    assert status == {"deeper": "post hoc", "above": "registered"}
+    assert "| **" in md and "(post hoc) |" in md
+    assert ("**Post hoc.** The claims this plan drives (deeper) are post hoc, their verdicts "
+            "not covered by the error rate: it was recorded at ") in md
+    assert "the fixed-seed report at α was a look the plan does not count." in md

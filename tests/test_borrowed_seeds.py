@@ -227,4 +227,8 @@ def test_a_ratio_members_planner_scales_the_borrowed_terms_as_its_test():
     unscaled = cal.compare(*c.sides(rho), design="single-baseline", ci=0.95,
                                   resample=c.resample, borrowed=borrowed).terms
     assert want is not None and want != seed_planning.seeds_for_margin(unscaled, margin, 0.95)
-    assert decide.seeds_needed((c, rho, margin), 0.95) == float(max(want, 2))
+    plan = decide.seeds_needed((c, rho, margin), 0.95)
+    assert plan["seeds_at_margin"] == float(max(want, 4))  # more than the 3 seeds now
+    assured = seed_planning.seeds_for_assurance(terms, margin, 0.95)
+    assert assured.seeds != seed_planning.seeds_for_assurance(unscaled, margin, 0.95).seeds
+    assert plan["seeds_needed"] == float(max(assured.seeds, 4))

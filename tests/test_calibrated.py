@@ -215,10 +215,14 @@ def test_planner_uses_t_quantiles():
     n = plan["seeds_for_half_width"]
     assert half(n) <= 0.03 < half(n - 1)
     assert n >= z_plan["seeds_for_half_width"]  # t quantiles ask for at least as many seeds
-    nd = plan["seeds_for_delta"]
-    power = [stats.t.ppf(0.975, 2 * (k - 1)) + stats.t.ppf(0.8, 2 * (k - 1)) for k in (nd - 1, nd)]
-    assert power[1] * math.sqrt(2 * v_seed / nd) <= 0.02 < power[0] * math.sqrt(
-        2 * v_seed / (nd - 1))
+    # delta needs a second arm (the arm x example interaction): planned by the test's power
+    assert plan["seeds_for_delta"] is None
+    y = 0.5 + rng.normal(0, 0.02, (3, 1)) + rng.normal(0, 0.05, (3, 400)) + (x.mean(axis=0)
+                                                                              - x.mean())
+    nd = seed_planning.seeds_needed(x, delta=0.02, versus=y)["seeds_for_delta"]
+    pair = cal.compare(x, y, design="unpaired").terms
+    assert seed_planning.power_at(pair, 0.02, nd) >= 0.8 > seed_planning.power_at(
+        pair, 0.02, nd - 1)
     half_now = cal.mean_interval(x)
     assert plan["half_width_now"] == pytest.approx((half_now.ci_high - half_now.ci_low) / 2)
 

@@ -75,3 +75,108 @@ def test_the_report_says_which_claims_are_post_hoc():
     assert "not covered by the error rate): b." in md
     rows = [line for line in md.splitlines() if line.startswith(("| a |", "| b |"))]
     assert "| **supported** |" in rows[0] and "| **supported** (post hoc) |" in rows[1]
+
+
+PLAN = {"claims": ["a"], "max_seeds": 10, "spending": "obrien-fleming", "seeds": [3, 6, 10],
+        "alphas": [4.27e-05, 0.00377, 0.0212]}
+
+
+def test_a_look_plan_registered_before_its_data_keeps_its_claims_registered():
+    record, _ = reg.update({}, [A, B], has_data=lambda c: False, now="t0")
+    record, said = reg.update_plan(record, PLAN, had_data=False, now="t0")
+    assert said == ["seeds on demand: new look plan (looks at 3, 6, 10 seeds per arm, "
+                    "one-sided boundaries 4.27e-05, 0.00377, 0.0212 (obrien-fleming), "
+                    "driving a) registered before its driving claims' data"]
+    assert reg.plan_status(record, PLAN) == reg.REGISTERED
+    assert reg.status(record, A, PLAN) == reg.REGISTERED
+    assert reg.update_plan(record, json.loads(json.dumps(PLAN)), True, "t1") == (record, [])
+    # The claims' entries survive the plan's, and the plan's a claim's update.
+    assert set(record["claims"]) == {"a", "b"}
+    assert reg.update(record, [A, B], lambda c: True, "t1")[0]["looks"] == record["looks"]
+    # A last-digit difference in a level is the same plan; another level is not.
+    same = {**PLAN, "alphas": [4.27e-05 * (1 + 1e-14), 0.00377, 0.0212]}
+    assert reg.plan_status(record, same) == reg.REGISTERED
+    assert reg.plan_status(record, {**PLAN, "alphas": [1e-4, 0.00377, 0.0212]}) == reg.POST_HOC
+
+
+def test_a_plan_after_its_data_makes_only_the_claims_it_drives_post_hoc():
+    record, _ = reg.update({}, [A, B], has_data=lambda c: False, now="t0")
+    record, (said,) = reg.update_plan(record, PLAN, had_data=True, now="t1")
+    assert said.endswith("registered after its driving claims' data existed (their "
+                         "fixed-seed report at α was a look this plan does not count): a "
+                         "will be decided as post hoc")
+    assert reg.status(record, A, PLAN) == reg.POST_HOC  # a is driven by the plan
+    assert reg.status(record, B, PLAN) == reg.REGISTERED  # b is not
+    assert reg.status(record, A) == reg.REGISTERED  # decided without the looks
+
+
+def test_a_plan_changed_after_its_data_keeps_the_first_in_its_history():
+    record, _ = reg.update({}, [A], has_data=lambda c: False, now="t0")
+    record, _ = reg.update_plan(record, PLAN, had_data=False, now="t0")
+    edited = {**PLAN, "seeds": [3, 5, 10], "alphas": [4.27e-05, 0.0025, 0.0223]}
+    assert reg.status(record, A, edited) == reg.POST_HOC  # not the registered plan
+    record, (said,) = reg.update_plan(record, edited, had_data=True, now="t1")
+    assert "(it replaces the plan registered at t0, kept in the record's history: the " \
+           "looks restart): a will be decided as post hoc" in said
+    assert [h["plan"] for h in record["looks"]["history"]] == [PLAN]
+    record, _ = reg.update_plan(record, PLAN, had_data=True, now="t2")  # edited back
+    assert reg.status(record, A, PLAN) == reg.POST_HOC
+    assert [h["registered_at"] for h in record["looks"]["history"]] == ["t0", "t1"]
+
+
+def test_register_records_the_plan_once_and_a_broken_plan_entry_names_its_file(tmp_path):
+    path = tmp_path / "claims_registration.json"
+    said = reg.register(path, [A, B], lambda c: c["id"] == "b", PLAN)  # b's data exist
+    assert said[-1].endswith("registered before its driving claims' data")  # a's do not
+    record = reg.read(path)
+    assert reg.status(record, A, PLAN) == reg.REGISTERED
+    assert reg.register(path, [A, B], lambda c: True, PLAN) == []
+    assert reg.read(path) == record
+    path.write_text(json.dumps({"claims": {}, "looks": {"plan": PLAN}}))
+    with pytest.raises(contracts.DataError, match=r"claims_registration.json: 'looks' is not "
+                       r"a look plan's entry \(fingerprint, plan, before_data\)"):
+        reg.read(path)
+
+
+def test_seeds_on_demand_turned_off_and_on_again_after_the_data_is_post_hoc():
+    """Off, the claims are reported at α on the configured seeds: a look the plan does not
+    count, so the same plan turned on again after the data is post hoc; off and on before
+    any data changes nothing."""
+    record, _ = reg.update({}, [A], has_data=lambda c: False, now="t0")
+    assert reg.update_plan(record, None, False, "t0") == (record, [])  # never on: nothing
+    record, _ = reg.update_plan(record, PLAN, had_data=False, now="t0")
+    before, (said,) = reg.update_plan(record, None, False, "t1")
+    assert said == ("seeds on demand: turned off; the look plan registered at t0 stays in the "
+                    "record's history, and a plan turned on again after its driving claims' "
+                    "data existed will make them post hoc")
+    assert reg.update_plan(before, None, True, "t2") == (before, [])  # still off: no entry
+    again, _ = reg.update_plan(before, PLAN, had_data=False, now="t2")  # no data yet
+    assert reg.status(again, A, PLAN) == reg.REGISTERED
+    after, (said,) = reg.update_plan(before, PLAN, had_data=True, now="t2")
+    assert "(seeds on demand was off from t1: the fixed-seed report at α was a look this " \
+           "plan does not count): a will be decided as post hoc" in said
+    assert reg.status(after, A, PLAN) == reg.POST_HOC
+    assert [h["plan"] for h in after["looks"]["history"]] == [PLAN, None]
+
+
+def test_the_looks_section_says_why_a_plan_is_post_hoc():
+    from workflow_scripts.claims.looks.run import registration_text
+
+    record, _ = reg.update({}, [A], has_data=lambda c: False, now="t0")
+    assert registration_text(record, PLAN) == (
+        "**Post hoc.** The claims this plan drives (a) are post hoc, their verdicts not "
+        "covered by the error rate: it is not the plan results/claims_registration.json "
+        "records.")
+    on, _ = reg.update_plan(record, PLAN, had_data=False, now="t0")
+    assert registration_text(on, PLAN).startswith(
+        "**Registered before the data.** This plan was recorded in "
+        "results/claims_registration.json at t0, before any data of the claims it drives (a) "
+        "existed: the report at the starting 3 seeds per arm is look 0 of this plan, so those "
+        "claims are decided there at its level 4.27e-05 (not at the fixed-seed α)")
+    off, _ = reg.update_plan(on, None, True, "t1")
+    back, _ = reg.update_plan(off, PLAN, True, "t2")
+    assert registration_text(back, PLAN).endswith(
+        "it was recorded at t2, after their data existed, in place of the plan first "
+        "registered at t0 (looks at 3, 6, 10 seeds per arm, one-sided boundaries 4.27e-05, "
+        "0.00377, 0.0212 (obrien-fleming), driving a): seeds on demand was turned off at t1 "
+        "(its fixed-seed report at α is a look the plan does not count).")

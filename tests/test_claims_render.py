@@ -77,6 +77,11 @@ def test_markdown_lists_every_claim_and_its_members():
     assert "= 0.3500 (published)" in md and "coherence checks" in md
     assert "0.0030 (refute)" in md
     assert "14 seeds per arm would settle it at α = 0.025" in md
+    # ...and the rules say what that count promises (seed_planning.ASSURANCE)
+    assert ("\"n seeds per arm would settle it\": the fewest seeds per arm at which the claim "
+            "is decided in at least 80% of studies like this one") in md
+    no_count = table.assign(seeds_needed=float("nan"))
+    assert "would settle it\": the fewest" not in render.markdown(no_count)
     assert "no depth 2 in this config" in md
     assert "<details><summary>budget-helps: members</summary>" in md
     assert md.count("<details>") == 1  # single-member claims have no members block

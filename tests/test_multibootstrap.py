@@ -21,6 +21,7 @@ from scipy import stats
 
 from workflow_scripts.stats import bootstrap_engine as engine
 from workflow_scripts.stats import multibootstrap as mb
+from workflow_scripts.stats.calibrated import arm_example_variance
 
 BOTH, SEEDS, EXAMPLES = ("seeds", "examples"), ("seeds",), ("examples",)
 RESAMPLES = [BOTH, SEEDS, EXAMPLES]
@@ -396,8 +397,8 @@ def test_variance_parts():
 def test_seeds_needed_recovers_components_and_applies_formula():
     rng = np.random.default_rng(10)
     n_s, n_e = 40, 1500
-    x = (rng.normal(0, 0.2, (n_s, 1)) + rng.normal(0, 0.5, (1, n_e))
-         + rng.normal(0, 0.3, (n_s, n_e)))
+    examples = rng.normal(0, 0.5, (1, n_e))
+    x = rng.normal(0, 0.2, (n_s, 1)) + examples + rng.normal(0, 0.3, (n_s, n_e))
     out = mb.seeds_needed(x, half_width=0.05, delta=0.05)
     assert out["sigma2_seed"] == pytest.approx(0.04, rel=0.5)
     assert out["sigma2_example"] == pytest.approx(0.25, rel=0.15)
@@ -406,8 +407,16 @@ def test_seeds_needed_recovers_components_and_applies_formula():
     v_ex = out["sigma2_example"] / n_e
     z = stats.norm.ppf(0.975)
     assert out["seeds_for_half_width"] == max(2, math.ceil(v_seed / ((0.05 / z) ** 2 - v_ex)))
-    assert out["seeds_for_delta"] == max(2, math.ceil(
-        2 * v_seed * (z + stats.norm.ppf(0.8)) ** 2 / 0.05**2))
+    assert out["seeds_for_delta"] is None  # one arm cannot show the arm x example term
+    y = (rng.normal(0, 0.2, (n_s, 1)) + examples + rng.normal(0, 0.1, (1, n_e))  # interaction
+         + rng.normal(0, 0.3, (n_s, n_e)))
+    pair = mb.seeds_needed(x, delta=0.05, versus=y)
+    v_pair = v_seed + sum(mb.seeds_needed(y, half_width=1.0)[k] / d for k, d in
+                          (("sigma2_seed", 1), ("sigma2_residual", n_e)))
+    v_int = arm_example_variance(x, y) / n_e
+    assert pair["arm_example_sd"] == pytest.approx(0.1, rel=0.1)
+    z2 = (z + stats.norm.ppf(0.8)) ** 2
+    assert pair["seeds_for_delta"] == max(2, math.ceil(v_pair * z2 / (0.05**2 - z2 * v_int)))
     # the planner's current half-width agrees with the bootstrap's
     boot = mb.bootstrap_mean(x, nboot=1000, seed=1)
     assert out["half_width_now"] == pytest.approx((boot.ci_high - boot.ci_low) / 2, rel=0.2)

@@ -53,7 +53,8 @@ def _small_variance_tables(folder) -> None:
     plan = pd.DataFrame([{**keys, "recipe": "short", "depth": 1, "interval": "calibrated",
                           "n_seeds": 3, "target_half_width": 0.01, "target_delta": 0.01,
                           "half_width_now": 0.04, "seeds_for_half_width": hw,
-                          "seeds_for_delta": 29, "ci": 0.95} for hw in (None, 12)])
+                          "seeds_for_delta": 29, "delta_versus": versus, "arm_example_sd": 0.02,
+                          "ci": 0.95} for hw, versus in ((None, "long/top2"), (12, ""))])
     contracts.write_parquet(folder / "variance.parquet", var)
     contracts.write_parquet(folder / "seeds_needed.parquet", plan)
 
@@ -66,7 +67,8 @@ def test_results_print_no_zero_for_a_nonzero_value_and_say_unreachable(tmp_path)
     assert "| long | top | 2 | all | 0.00060 |" in section
     plan = md.split("## Seeds needed", 1)[1].split("## ", 1)[0]
     assert "`unreachable`: no number of seeds gets there" in plan
-    assert "| 0.0400 | unreachable | 29 |" in plan and "| 0.0400 | 12 | 29 |" in plan
+    assert "| 0.0400 | unreachable | 29 | long/top2 |" in plan
+    assert "| 0.0400 | 12 | – |  |" in plan  # no comparison partner: no delta plan
     # No cell anywhere reads as zero (0.000, -0.0000, ...): these tables hold no exact zero.
     cells = [c.strip() for line in md.splitlines() if line.startswith("|")
              for c in re.split(r"[|\[\],]", line)]

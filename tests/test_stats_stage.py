@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -193,3 +195,32 @@ def test_a_grid_lacking_a_configured_seed_or_benchmark_stops_the_stats(tmp_path)
     ok = {"benchmarks": ["b1", "b2"], "arms": [[r, s, d, x if r == "base" else [1, 2]]
                                                for r, s, d, x in arms]}
     assert stats.grid_gaps(stats.build_arms(stats.load_evals(paths), "ndcg@10"), ok) == []
+
+
+def test_seeds_to_detect_delta_are_planned_against_a_comparison_partner(tables):
+    """One arm cannot show the arm x query interaction that two arms' difference keeps: each
+    multi-seed arm's delta plan is against the comparison partner that needs the most seeds
+    (delta_versus), the most over its partners' own pair plans."""
+    from workflow_scripts.core.arms import build_arms, load_evals
+    from workflow_scripts.stats import seed_planning
+
+    d, t = tables
+    plan = t["seeds_needed"]
+    assert set(plan.recipe) == {"short", "long"} and (plan.delta_versus != "").all()
+    arms = build_arms(load_evals(sorted(d.glob("*.parquet"))), "ndcg@10")
+    by_label = {a.label: a for a in arms.values()}
+    partners = {}
+    for _, ka, kb in stats.comparison_pairs(arms, ["short", "long"]):
+        if min(len(arms[ka].seeds), len(arms[kb].seeds)) >= 2:
+            partners.setdefault(arms[ka].label, set()).add(arms[kb].label)
+            partners.setdefault(arms[kb].label, set()).add(arms[ka].label)
+    row = plan.iloc[0]
+    label = next(a.label for a in arms.values()
+                 if (a.recipe, a.strategy, a.depth) == (row.recipe, row.strategy, row.depth))
+    assert row.delta_versus in partners[label]
+    mine = by_label[label].scores[row.benchmark]
+    counts = [seed_planning.seeds_needed(mine, delta=row.target_delta,
+                                         versus=by_label[o].scores[row.benchmark])
+              ["seeds_for_delta"] for o in partners[label]]
+    assert row.seeds_for_delta == max(math.inf if n is None else n for n in counts)
+    assert row.arm_example_sd >= 0

@@ -20,7 +20,8 @@ Reads every per-query evaluation parquet and writes results/stats/*.parquet:
                        joint, seed-only and example-only resampling, and a TOST equivalence
                        verdict |delta| < epsilon
   variance.parquet     share of the variance of the estimate from seeds vs from queries
-  seeds_needed.parquet seeds for a target CI half-width and to detect a given delta
+  seeds_needed.parquet seeds for a target CI half-width and, against the arm's hardest
+                       comparison partner, to detect a given delta
   agreement.parquet    instance-level agreement between seeds (top-1 hit; Spearman of metric)
 
 CLI: python -m workflow_scripts.biencoder.stats --evals FILE... --out-dir results/stats \
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -218,20 +220,40 @@ def variance_table(arms: dict, s: Stats, threads: int | None = None) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def seeds_needed_table(arms: dict, s: Stats) -> pd.DataFrame:
-    """Per arm and benchmark (the planner works on one [seeds, queries] matrix)."""
+def seeds_needed_table(arms: dict, s: Stats, pairs=()) -> pd.DataFrame:
+    """Per arm and benchmark (the planner works on [seeds, queries] matrices). The seeds to
+    detect stats.detect_delta belong to a pair of arms (the arm x query interaction counts,
+    and one arm cannot show it): planned against every arm it is compared with in `pairs`
+    (comparison_pairs; both of >= 2 seeds), the most seeds any of them needs, `delta_versus`
+    naming that arm and `arm_example_sd` the pair's interaction sd; none without such a
+    partner (`delta_versus` empty)."""
+    partners: dict = {}
+    for _, ka, kb in pairs:
+        if min(len(arms[ka].seeds), len(arms[kb].seeds)) >= 2:
+            partners.setdefault(ka, []).append(kb)
+            partners.setdefault(kb, []).append(ka)
     rows = []
-    for arm in arms.values():
+    for key, arm in arms.items():
         if len(arm.seeds) < 2:
             continue
         for bench, scores in arm.scores.items():
-            plan = intervals.seeds_needed(scores, method=s.interval,
-                                          half_width=s.target_half_width,
-                                          delta=s.detect_delta, ci=s.ci)
+            plan = {"versus": None, "delta": None}
+            need = -1.0
+            for other in partners.get(key, []):
+                n = intervals.seeds_needed(scores, method=s.interval, delta=s.detect_delta,
+                                           versus=arms[other].scores[bench],
+                                           ci=s.ci)["seeds_for_delta"]
+                n = math.inf if n is None else n  # unreachable: the hardest partner
+                if n > need:
+                    need, plan = n, {"versus": arms[other].scores[bench],
+                                     "delta": s.detect_delta, "label": arms[other].label}
+            row = intervals.seeds_needed(scores, method=s.interval,
+                                         half_width=s.target_half_width, delta=plan["delta"],
+                                         versus=plan["versus"], ci=s.ci)
             rows.append({"recipe": arm.recipe, "strategy": arm.strategy, "depth": arm.depth,
                          "benchmark": bench, "target_half_width": s.target_half_width,
                          "target_delta": s.detect_delta, "ci": s.ci, "interval": s.interval,
-                         **plan})
+                         **row, "delta_versus": plan.get("label", "")})
     return pd.DataFrame(rows)
 
 
@@ -273,7 +295,7 @@ def run(eval_paths, out_dir, s: Stats, *, budget_order=(), threads: int | None =
         "seeds": seed_table(arms),
         "comparisons": pd.DataFrame(comparisons),
         "variance": variance_table(arms, s, threads),
-        "seeds_needed": seeds_needed_table(arms, s),
+        "seeds_needed": seeds_needed_table(arms, s, pairs),
         "agreement": agreement_table(arms, hits),
     }
     for name, table in tables.items():

@@ -57,12 +57,15 @@ def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads
         look_files=(), registry=None):
     """look_files: the looks of seeds on demand (claims/looks/run.py), first to last: each
     driving claim is decided at the seeds and level of the look that settled it. registry:
-    the record of when each claim was registered (claims/registration.py; default the
-    results folder's): a claim not registered before its data is marked post hoc."""
+    the record of when each claim and look plan was registered (claims/registration.py;
+    default the results folder's): a claim not registered before its data, or driven by a
+    look plan that was not, is marked post hoc."""
     claims = spec.parse(settings.claims, grid)
-    at_looks = {}
+    at_looks, plan = {}, None
     if look_files:
         last = json.loads(Path(look_files[-1]).read_text(encoding="utf-8"))
+        # A look document made before plans named their claims: its claims are the looks'.
+        plan = {"claims": list(last["claims"]), **last["plan"]}
         for c in claims:
             if c.id in last["claims"]:
                 arms, alpha = looks.final_arms(last)[c.id]
@@ -72,12 +75,13 @@ def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads
     table = decide.decide(claims, data, decide.Options(settings, threads), at_looks)
     record = registration.read(registry or Path(results) / Path(paths.CLAIMS_REGISTRY).name)
     heads = (table["row"] == "claim") & (table["verdict"] != "not-applicable")  # decided
-    status = {entry["id"]: registration.status(record, entry) for entry in settings.claims}
+    status = {entry["id"]: registration.status(record, entry, plan)
+              for entry in settings.claims}
     table.loc[heads, "registration"] = table.loc[heads, "claim"].map(status)
     contracts.write_parquet(table_path, table)
     md = render.markdown(table)
     if look_files:
-        md += "\n" + looks.markdown(look_files, grid.recipe_seeds)
+        md += "\n" + looks.markdown(look_files, grid.recipe_seeds, record)
     contracts.write_text(md_path, md)
     return table
 
@@ -96,9 +100,10 @@ def main(argv=None) -> None:
                     help="with --config: allow --table/--markdown inside the results folder "
                          "(replacing what the workflow wrote there)")
     ap.add_argument("--threads", type=int, help="bootstrap threads (default: usable CPUs)")
-    ap.add_argument("--registration", help="when each claim was registered (default: "
-                    "claims_registration.json in the results folder); claims it does not "
-                    "show registered before their data are post hoc")
+    ap.add_argument("--registration", help="when each claim and look plan was registered "
+                    "(default: claims_registration.json in the results folder); claims it "
+                    "does not show registered before their data, or driven by a look plan "
+                    "it does not, are post hoc")
     ap.add_argument("--looks", nargs="*", default=[],
                     help="the looks of seeds on demand (results/looks/look*.json), in order")
     a = ap.parse_args(argv)

@@ -50,7 +50,8 @@ COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "
            "threshold", "epsilon", "benchmark", "metric", "estimate", "ci_low", "ci_high", "ci",
            "interval", "mb_ci_low", "mb_ci_high", "p_support", "p_refute", "p_support_holm",
            "p_refute_holm", "alpha", "verdict", "design", "resample", "caveats",
-           "seeds_needed", "note", "n_members", "last_step", "registration")
+           "seeds_needed", "seeds_share", "seeds_at_margin", "note", "n_members", "last_step",
+           "registration")
 TEXT_COLUMNS = ("caveats", "note", "member", "registration")  # "" where a row has none
 
 
@@ -289,17 +290,28 @@ def refute_equivalence_p(near: float, far: float) -> float:
     return min(1.0, near + far)
 
 
-def seeds_needed(plan, ci: float) -> float:
-    """Seeds per arm at which the member's interval would be `margin` wide on each side."""
+def seeds_needed(plan, ci: float) -> dict:
+    """The member's seed plan (seed_planning.seeds_for_assurance): seeds_needed, the fewest
+    seeds per arm that decide it in at least seed_planning.ASSURANCE of studies like this
+    one; seeds_share, the share decided there (or with unlimited seeds where none reaches
+    the assurance); seeds_at_margin, where the expected interval just reaches the threshold
+    (about a coin flip; NaN: the examples limit it, and seeds on demand stops there). NaN
+    where a count is not reached; every count is more seeds than now."""
     c, rho, margin = plan
     a, b = c.sides(rho)
+    nan = {"seeds_needed": math.nan, "seeds_share": math.nan, "seeds_at_margin": math.nan}
     try:
         r = cal.compare(a, b, design=c.design, ci=ci, resample=c.resample, **_kwargs(c, rho))
     except ValueError:
-        return math.nan
-    n = seed_planning.seeds_for_margin(r.terms, margin, ci)
+        return nan
+    assured = seed_planning.seeds_for_assurance(r.terms, margin, ci)
     now = max((t.seeds for t in r.terms), default=0)
-    return math.nan if n is None else float(max(n, now + 1))  # undecided now: more than now
+
+    def count(n):  # undecided now: more than now
+        return math.nan if n is None else float(max(n, now + 1))
+
+    return {"seeds_needed": count(assured.seeds), "seeds_share": assured.share,
+            "seeds_at_margin": count(assured.at_margin)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -376,10 +388,14 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
             _add_caveat(r, f"fragile: {flip} with the borrowed seed sd doubled (the one-seed "
                         "arm's seed variance cannot be checked)")
         if r["verdict"] == "inconclusive" and plan is not None:
-            r["seeds_needed"] = seeds_needed(plan, ci[m.study])
-            if math.isnan(r["seeds_needed"]):  # a finite count: render says it
+            r.update(seeds_needed(plan, ci[m.study]))
+            if math.isnan(r["seeds_at_margin"]):  # a finite count: render says it
                 r["note"] = (f"seeds to settle it: {notation.UNREACHABLE} (the examples "
                              "limit it)")
+            elif math.isnan(r["seeds_needed"]):
+                r["note"] = (f"seeds to settle it in {seed_planning.ASSURANCE:.0%} of studies "
+                             f"like this one: {notation.UNREACHABLE} (unlimited seeds: "
+                             f"{r['seeds_share']:.0%})")
         out.append({"claim": claim.id, "statement": claim.statement, "row": "member",
                     "member": m.label, "part": m.part, "study": m.study,
                     "estimand": m.estimate, "test": m.test,

@@ -6,9 +6,17 @@ matches its current fingerprint and predates its data is `registered`; one added
 after its data existed, or missing from the record, is `post hoc` and shown so (its verdict
 is not covered by the error rate).
 
-The record (paths.CLAIMS_REGISTRY) only grows: an edited claim gets a new entry, the old one
-moves to its history: a claim edited after its data stays post hoc, even edited back.
-Pure functions plus read and write; rules/claims.smk calls `register` when a run starts.
+With seeds on demand the record holds the whole look plan too (claims/looks/plan.py: the
+driving claims, the budget, the spending, each look's seeds and level), registered before
+its data when none of the driving claims' data existed then. A plan recorded after that (a
+finished fixed-seed study, then `adaptive_seeds` turned on: the fixed-seed report at α was
+a look the plan does not count) or changed after it (the looks reset) makes every claim it
+drives post hoc.
+
+The record (paths.CLAIMS_REGISTRY) only grows: an edited claim or plan gets a new entry, the
+old one moves to its history: one edited after its data stays post hoc, even edited back.
+Pure functions plus read and write; rules/claims.smk calls `register_study` when a run
+starts.
 """
 
 from __future__ import annotations
@@ -22,18 +30,47 @@ from pathlib import Path
 from workflow_scripts.core import contracts
 
 REGISTERED, POST_HOC = "registered", "post hoc"
+_KEPT = ("fingerprint", "registered_at", "before_data")  # what a history entry keeps
+
+
+def _hash(value) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def fingerprint(claim: dict) -> str:
     """Hash of the claim's config entry (every key: statement, arms, test, threshold ...)."""
-    text = json.dumps(claim, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return _hash(claim)
+
+
+def plan_fingerprint(plan: dict) -> str:
+    """Hash of the look plan (claims/looks/plan.py `record`); its levels to 10 significant
+    digits, so that a last-digit difference of another machine's libm is the same plan."""
+    return _hash({**plan, "alphas": [float(f"{a:.10g}") for a in plan["alphas"]]})
+
+
+def _history(old: dict | None, *keys: str) -> list[dict]:
+    if not old:
+        return []
+    return [*old.get("history", []), {k: old[k] for k in (*_KEPT, *keys)}]
+
+
+def describe_plan(plan: dict) -> str:
+    """'looks at 3, 6, 10 seeds per arm, one-sided boundaries 4.27e-05, 0.00377, 0.0212
+    (obrien-fleming), driving a, b': a plan as the messages and claims.md name it (a look
+    document made before plans named their spending and claims: seeds and levels only)."""
+    text = (f"looks at {', '.join(map(str, plan['seeds']))} seeds per arm, one-sided "
+            f"boundaries {', '.join(f'{a:.3g}' for a in plan['alphas'])}")
+    if "spending" in plan:
+        text += f" ({plan['spending']})"
+    return text + (f", driving {', '.join(plan['claims'])}" if plan.get("claims") else "")
 
 
 def update(record: dict, claims: Iterable[dict], has_data: Callable[[dict], bool],
            now: str) -> tuple[dict, list[str]]:
     """The record with an entry for every claim it lacks or whose fingerprint changed
-    (before_data: has_data(claim) is false now), and one line per new entry."""
+    (before_data: has_data(claim) is false now), and one line per new entry. The look
+    plan's entry (`update_plan`) is kept as it is."""
     entries = {k: dict(v) for k, v in record.get("claims", {}).items()}
     said = []
     for claim in claims:
@@ -41,22 +78,72 @@ def update(record: dict, claims: Iterable[dict], has_data: Callable[[dict], bool
         if old is not None and old["fingerprint"] == fp:
             continue
         before = not has_data(claim)
-        history = [*old.get("history", []), {k: old[k] for k in ("fingerprint", "statement",
-                   "registered_at", "before_data")}] if old else []
         entries[claim["id"]] = {"fingerprint": fp, "statement": claim.get("statement", ""),
                                 "registered_at": now, "before_data": before,
-                                "history": history}
+                                "history": _history(old, "statement")}
         what = "edited" if old else "new"
         said.append(f"claims: {what} claim {claim['id']!r} registered "
                     + ("before its data" if before else
                        "after its data existed: it will be decided as post hoc"))
-    return {"claims": entries}, said
+    return {**record, "claims": entries}, said
 
 
-def status(record: dict, claim: dict) -> str:
-    """registered: recorded with this fingerprint before any of its data existed."""
+def update_plan(record: dict, plan: dict | None, had_data: bool, now: str,
+                ) -> tuple[dict, list[str]]:
+    """The record with `plan` (claims/looks/plan.py `record`; None: seeds on demand is off)
+    as its look plan where it is new or changed (before_data: had_data, whether any driving
+    claim's data existed, is false), the previous plan moved to the entry's history; and the
+    line that says so. Off after a plan is a change too: the fixed-seed report it gives is a
+    look no plan counts, so a plan turned on again after the data is post hoc."""
+    old = record.get("looks")
+    if plan is None:
+        if old is None or old["plan"] is None:
+            return record, []
+        entry = {"fingerprint": None, "plan": None, "registered_at": now,
+                 "before_data": not had_data, "history": _history(old, "plan")}
+        return {**record, "looks": entry}, [
+            f"seeds on demand: turned off; the look plan registered at {old['registered_at']} "
+            "stays in the record's history, and a plan turned on again after its driving "
+            "claims' data existed will make them post hoc"]
+    fp = plan_fingerprint(plan)
+    if old is not None and old["fingerprint"] == fp:
+        return record, []
+    entry = {"fingerprint": fp, "plan": plan, "registered_at": now,
+             "before_data": not had_data, "history": _history(old, "plan")}
+    what = "changed" if old else "new"
+    line = f"seeds on demand: {what} look plan ({describe_plan(plan)}) registered "
+    if not had_data:
+        line += "before its driving claims' data"
+    else:
+        if old is None:
+            why = "their fixed-seed report at α was a look this plan does not count"
+        elif old["plan"] is None:
+            why = (f"seeds on demand was off from {old['registered_at']}: the fixed-seed "
+                   "report at α was a look this plan does not count")
+        else:
+            why = (f"it replaces the plan registered at {old['registered_at']}, kept in the "
+                   "record's history: the looks restart")
+        line += (f"after its driving claims' data existed ({why}): "
+                 f"{', '.join(plan['claims'])} will be decided as post hoc")
+    return {**record, "looks": entry}, [line]
+
+
+def plan_status(record: dict, plan: dict) -> str:
+    """registered: the record's look plan is `plan` and was recorded before its data."""
+    entry = record.get("looks")
+    ok = (entry is not None and entry["fingerprint"] == plan_fingerprint(plan)
+          and entry["before_data"])
+    return REGISTERED if ok else POST_HOC
+
+
+def status(record: dict, claim: dict, plan: dict | None = None) -> str:
+    """registered: recorded with this fingerprint before any of its data existed, and, for
+    a claim that `plan` (the looks' plan, where seeds on demand decided it) drives, that
+    plan registered before its data too."""
     entry = record.get("claims", {}).get(claim["id"])
     ok = entry is not None and entry["fingerprint"] == fingerprint(claim) and entry["before_data"]
+    if ok and plan is not None and claim["id"] in plan["claims"]:
+        ok = plan_status(record, plan) == REGISTERED
     return REGISTERED if ok else POST_HOC
 
 
@@ -72,13 +159,20 @@ def read(path) -> dict:
                                   "was registered, so it is not rewritten") from e
     if not isinstance(record.get("claims"), dict):
         raise contracts.DataError(f"{path}: no 'claims' mapping")
+    looks = record.get("looks")
+    if looks is not None and not (isinstance(looks, dict)
+                                  and {"fingerprint", "plan", "before_data"} <= set(looks)):
+        raise contracts.DataError(f"{path}: 'looks' is not a look plan's entry (fingerprint, "
+                                  "plan, before_data); it records when the plan was "
+                                  "registered, so it is not rewritten")
     return record
 
 
-def register_study(path, claims: Iterable[dict], parsed, results, grid) -> None:
+def register_study(path, settings, parsed, results, grid, looks=None) -> None:
     """`register` for a workflow run: a claim has data when any of its input files
-    (claims/layout.py, from its parsed form in `parsed`) exists; the new entries' lines go
-    to stderr."""
+    (claims/layout.py, from its parsed form in `parsed`) exists; `settings` the Claims stage
+    settings, `looks` the Looks stage's with seeds on demand (else None): its plan is
+    recorded too. The new entries' lines go to stderr."""
     import sys
 
     from workflow_scripts.claims.layout import input_files
@@ -88,14 +182,28 @@ def register_study(path, claims: Iterable[dict], parsed, results, grid) -> None:
     def has_data(entry: dict) -> bool:
         return any(Path(p).exists() for p in input_files(results, grid, [by_id[entry["id"]]]))
 
-    for line in register(path, claims, has_data):
+    plan = None
+    if looks is not None:
+        from workflow_scripts.claims.looks.plan import record as plan_record
+
+        plan = plan_record(settings.ci, json.loads(looks.to_json()), parsed,
+                           grid.recipe_seeds)
+    for line in register(path, settings.claims, has_data, plan):
         print(line, file=sys.stderr)
 
 
-def register(path, claims: Iterable[dict], has_data: Callable[[dict], bool]) -> list[str]:
-    """Add the claims the record at `path` lacks (written atomically); their lines."""
-    record, said = update(read(path), claims, has_data,
-                          datetime.now(UTC).isoformat(timespec="seconds"))
+def register(path, claims: Iterable[dict], has_data: Callable[[dict], bool],
+             plan: dict | None = None) -> list[str]:
+    """Add the claims the record at `path` lacks, and the look plan `plan` where it is new
+    or changed (its data: any of its driving claims' by has_data; None: seeds on demand is
+    off, recorded where a plan was), written atomically; their lines."""
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    claims = list(claims)
+    record, said = update(read(path), claims, has_data, now)
+    by_id = {c["id"]: c for c in claims}
+    had = plan is not None and any(has_data(by_id[c]) for c in plan["claims"])
+    record, more = update_plan(record, plan, had, now)
+    said += more
     if said:
         contracts.write_json(path, record)
     return said

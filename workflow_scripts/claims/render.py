@@ -34,6 +34,7 @@ from workflow_scripts.claims.table import (
 from workflow_scripts.claims.table import num as _num
 from workflow_scripts.claims.table import text as _text
 from workflow_scripts.core import contracts, notation
+from workflow_scripts.stats.seed_planning import ASSURANCE
 
 # ---------------------------------------------------------------------------------------
 # Small formatters (the report's notation: core/notation.py)
@@ -127,8 +128,9 @@ def registration_text(claims: list[dict]) -> str:
             f"decided claim{'s' * (len(marked) != 1)} (results/claims_registration.json).")
     if not post:
         return head
-    return (head + f" Post hoc (added or edited after their data existed, so their verdicts "
-            f"are not covered by the error rate): {', '.join(post)}.")
+    return (head + f" Post hoc (added or edited after their data existed, or driven by a look "
+            f"plan registered after it, so their verdicts are not covered by the error rate): "
+            f"{', '.join(post)}.")
 
 
 def _verdict_cell(c: dict) -> str:
@@ -155,7 +157,12 @@ def rules_text(claims: list[dict]) -> str:
         + (" An onset claim (`after` / `before` / `no_decline`) reads the bootstrap "
            "distribution of the step after which the learning curve first falls more than ε "
            "below its running best: p is the share of samples outside the claimed steps."
-           if any(_text(c.get("test")) in ONSET_TESTS for c in claims) else ""))
+           if any(_text(c.get("test")) in ONSET_TESTS for c in claims) else "")
+        + (f" \"n seeds per arm would settle it\": the fewest seeds per arm at which the claim "
+           f"is decided in at least {ASSURANCE:.0%} of studies like this one (its true effect "
+           "unknown, its seed variance known only to its seeds' degrees of freedom; "
+           "docs/statistics.md, \"The planner\")."
+           if any(math.isfinite(_num(c.get("seeds_needed"))) for c in claims) else ""))
 
 
 def markdown(table: pd.DataFrame) -> str:

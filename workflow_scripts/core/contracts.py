@@ -67,9 +67,13 @@ STATS_TABLES = {
     "variance": ("metric", "recipe", "strategy", "depth", "benchmark", "var_joint",
                  "var_seeds", "var_examples", "share_seeds", "share_examples",
                  "share_interaction"),
+    # seeds_for_delta: planned against the arm's comparison partner that needs the most seeds
+    # (delta_versus, its label; "" where none has 2 seeds), arm_example_sd that pair's arm x
+    # query interaction sd (biencoder/stats.py seeds_needed_table).
     "seeds_needed": ("metric", "recipe", "strategy", "depth", "benchmark", "interval", "n_seeds",
                      "target_half_width", "target_delta", "half_width_now",
-                     "seeds_for_half_width", "seeds_for_delta"),
+                     "seeds_for_half_width", "seeds_for_delta", "delta_versus",
+                     "arm_example_sd"),
     "agreement": ("metric", "recipe", "strategy", "depth", "benchmark", "seed_a", "seed_b",
                   "top1_agreement", "spearman"),
 }

@@ -88,7 +88,8 @@ METHOD = "calibrated"
 __all__ = ["METHOD", "PLAIN_FROM_SEED_DF", "CalibratedEquivalence", "CalibratedResult", "Term",
            "calibrated_df", "compare", "equivalence", "half_width", "mean_interval", "reduced",
            "residual_ms", "satterthwaite",
-           "sum_terms", "t_half_width", "total_variance", "variance_components",
+           "sum_terms", "t_half_width", "total_variance", "arm_example_variance",
+           "variance_components",
            "variance_terms", "welch"]
 
 
@@ -458,3 +459,18 @@ def variance_components(scores) -> dict[str, float]:
         "sigma2_example": max(0.0, (ms_ex - ms_res) / n_s),
         "sigma2_residual": ms_res,
     }
+
+
+def arm_example_variance(a, b) -> float:
+    """The arm x example interaction of two arms' [seeds, examples] scores on the same
+    examples (runs averaged), per example: the variance over examples of their seed-mean
+    difference less the seed x example noise it holds (MS_residual / S per arm), clipped at
+    0. Example main effects cancel in the difference; this part does not, and more seeds do
+    not shrink it (seed_planning.seeds_for_delta)."""
+    x, y = as_block(a, "a"), as_block(b, "b")
+    if x.shape[1] != y.shape[1] or min(x.shape[0], y.shape[0]) < 2:
+        raise ValueError("the arm x example variance needs two arms of at least 2 seeds on the "
+                         f"same examples; got {x.shape} and {y.shape}")
+    diff = x.mean(axis=0) - y.mean(axis=0)
+    noise = residual_ms(x) / x.shape[0] + residual_ms(y) / y.shape[0]
+    return max(float(np.var(diff, ddof=1)) - noise, 0.0)

@@ -38,7 +38,7 @@ from workflow_scripts.stats.bootstrap_inputs import (
     seed_ids,
     two_arms,
 )
-from workflow_scripts.stats.calibrated import variance_components
+from workflow_scripts.stats.calibrated import arm_example_variance, variance_components
 
 __all__ = ["ALTERNATIVES", "AXES", "DESIGNS", "GROUP", "METHODS", "MIN_NBOOT", "BootstrapResult",
            "EquivalenceResult", "bootstrap_mean", "compare", "equivalence", "instance_agreement",
@@ -217,15 +217,19 @@ def variance_parts(scores, *, nboot: int, seed: int,
 
 
 def seeds_needed(scores, *, half_width: float | None = None, delta: float | None = None,
-                 power: float = 0.8, alpha: float = 0.05, ci: float = 0.95) -> dict[str, Any]:
+                 versus=None, power: float = 0.8, alpha: float = 0.05, ci: float = 0.95
+                 ) -> dict[str, Any]:
     """Seeds for a target CI half-width and/or to detect delta, from variance components.
 
-    With n seeds on these E examples, Var(mean) = v_seed / n + sigma2_example / E where
+    With n seeds on these E examples Var(mean) = v_seed / n + sigma2_example / E where
     v_seed = sigma2_seed + sigma2_residual / E. Half-width: smallest n with
     z_{(1+ci)/2} * sqrt(Var) <= half_width, None if sigma2_example / E alone is too large.
-    delta: seeds per arm for two arms with independent seeds on the same examples (example
-    effects cancel), two-sided level alpha: n = 2 v_seed (z_{1-alpha/2} + z_power)^2 / delta^2.
-    Both are at least 2.
+    delta: seeds per arm for this arm and `versus` (another arm's scores on the same
+    examples) with independent seeds, two-sided level alpha: Var = (v_a + v_b) / n + v_int,
+    v_int = calibrated.arm_example_variance / E (example main effects cancel, the arm x
+    example interaction does not), n = (v_a + v_b) z^2 / (delta^2 - z^2 v_int) with z =
+    z_{1-alpha/2} + z_power; None without versus or where v_int alone is too large. Both are
+    at least 2.
     """
     check_plan_targets(half_width, delta, power=power, alpha=alpha, ci=ci)
     comp = variance_components(scores)
@@ -236,14 +240,19 @@ def seeds_needed(scores, *, half_width: float | None = None, delta: float | None
     out: dict[str, Any] = {
         "n_seeds": n_s, "n_examples": n_e, **comp,
         "half_width_now": z_ci * math.sqrt(v_seed / n_s + v_ex),
-        "seeds_for_half_width": None, "seeds_for_delta": None,
+        "seeds_for_half_width": None, "seeds_for_delta": None, "arm_example_sd": None,
     }
     if half_width is not None:
         room = (half_width / z_ci) ** 2 - v_ex
         out["seeds_for_half_width"] = max(2, math.ceil(v_seed / room)) if room > 0 else None
-    if delta is not None:
+    if delta is not None and versus is not None:
+        other = variance_components(versus)
+        v_pair = v_seed + other["sigma2_seed"] + other["sigma2_residual"] / n_e
+        v_int = arm_example_variance(scores, versus)
+        out["arm_example_sd"] = math.sqrt(v_int)
         z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
-        out["seeds_for_delta"] = max(2, math.ceil(2 * v_seed * z**2 / delta**2))
+        room = delta**2 - z**2 * v_int / n_e
+        out["seeds_for_delta"] = max(2, math.ceil(v_pair * z**2 / room)) if room > 0 else None
     return out
 
 

@@ -141,23 +141,32 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame,
                        v[["recipe", "strategy", "depth", "benchmark", "var_joint",
                           "share_seeds", "share_examples", "share_interaction"]], 3) + "\n")
     if not plan.empty:
-        quantiles = ("Student-t quantiles (the calibrated interval's degrees of freedom for "
-                     "the half-width, Welch's 2(n − 1) for δ)"
+        quantiles = ("the calibrated statistic (its t, degrees of freedom and tail "
+                     "calibration; for δ its power at n seeds per arm, by simulation)"
                      if (plan["interval"] == "calibrated").all()
                      else "normal quantiles")
         plan_level = contracts.ci_level(plan) if "ci" in plan else level
         counts = {c: [notation.seeds(n) for n in plan[c]]
                   for c in ("seeds_for_half_width", "seeds_for_delta")}
+        versus = plan["delta_versus"] if "delta_versus" in plan else [""] * len(plan)
+        counts["seeds_for_delta"] = [n if v else "–"
+                                     for n, v in zip(counts["seeds_for_delta"], versus,
+                                                     strict=True)]
         out.append("## Seeds needed\n\nFrom the variance components of each "
                    f"[seeds × queries] matrix, with {quantiles}: seeds for a {plan_level} CI "
                    "half-width of "
                    f"{plan.target_half_width.iloc[0]:g}, and per arm to detect "
-                   f"δ = {plan.target_delta.iloc[0]:g} with 80% power (α = 0.05). "
+                   f"δ = {plan.target_delta.iloc[0]:g} with 80% power (α = 0.05, two arms with "
+                   "independent seeds on the same queries) against the arm it is compared "
+                   "with that needs the most (`delta_versus`): the query main effects cancel "
+                   "in the difference, the two arms' arm × query interaction does not, and "
+                   "seeds do not shrink it (`–`: no comparison partner of 2 or more seeds). "
                    f"`{notation.UNREACHABLE}`: no number of seeds gets there (for the "
                    "half-width: the query part of the variance, which seeds do not shrink, "
-                   "alone is wider than the target; more queries would be needed).\n\n" + md_table(
+                   "alone is wider than the target; for δ: the interaction alone keeps the "
+                   "power below 80%; more queries would be needed).\n\n" + md_table(
                        plan[["recipe", "strategy", "depth", "benchmark", "n_seeds",
-                             "half_width_now"]].assign(**counts), 4)
+                             "half_width_now"]].assign(**counts, delta_versus=versus), 4)
                    + "\n")
     if not agree.empty:
         a = (agree.groupby(["recipe", "strategy", "depth", "benchmark"])
