@@ -163,13 +163,9 @@ def decisions(terms_n: Sequence[Term], seed_values: np.ndarray, distance: np.nda
     charge = np.maximum(m - (cal.TWO_SEED_MARGIN if two else cal.RESIDUAL_MARGIN) * r, 0.0)
     total = charge.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        if len(set(dfs)) == 1:  # Welch (1947), as calibrated._merged_seed_df at equal counts
-            denom = np.sum(charge**2 / (dfs + 2), axis=1)
-            df_seed = np.where(denom > 0, np.maximum(total**2 / denom - 2, dfs.min()),
-                               dfs.max())
-        else:
-            share = np.where(charge > 0, dfs * total[:, None] / charge, np.inf)
-            df_seed = np.maximum(share.min(axis=1), dfs.min())
+        # calibrated._merged_seed_df: each term's df over its share, the smallest
+        share = np.where(charge > 0, dfs * total[:, None] / charge, np.inf)
+        df_seed = np.maximum(share.min(axis=1), dfs.min())
         if two:
             w0, w1 = cal.TWO_SEED_SHARES
             excess = total / var - w0
