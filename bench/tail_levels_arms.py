@@ -2,8 +2,9 @@
 unpaired arms (3v3, 4v4, 5v5, 10v10, 3v10, 3v20 seeds; 2v2 and 2v5, the 2-seed ramp, last)
 and a one-seed arm whose seed variance is borrowed from the study's other multi-seed arms
 (borrowed_seeds.py), against an arm of 3 or 5 seeds. P(p <= a) / a at a = alpha, alpha / 4,
-alpha / 12 and look 1 of the 3/6/10 plan, for the plug-in p (calibrated.py's t before its tail calibration) and the
-reported one (calibrated.reduced: the tail calibration with the smallest seed df).
+alpha / 12 and look 1 of the 3/6/10 plan, for the plug-in p (calibrated.py's t before its
+tail calibration) and the reported one (calibrated.reduced: the tail calibration with the
+smallest seed df).
 
   exact      the Gaussian model by quadrature (tail_calibration.exact_rates_arms: r known,
              rho plugged in from the example term), equal residual variance in every arm;
