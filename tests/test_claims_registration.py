@@ -42,6 +42,42 @@ def test_an_edit_after_the_data_is_post_hoc_even_edited_back():
     assert len(record["claims"]["a"]["history"]) == 2
 
 
+def test_seeds_changed_after_the_data_are_post_hoc_before_it_registered():
+    # The planner's "n seeds would settle it" followed by editing the recipes' seeds is a
+    # second look no plan counts: the claim's entry is renewed after its data, post hoc.
+    three, five = {"short": [42, 43, 44]}, {"short": [42, 43, 44, 45, 46]}
+    record, _ = reg.update({}, [B], lambda c: False, "t0", seeds_of=lambda c: three)
+    assert record["claims"]["b"]["seeds"] == three
+    assert reg.status(record, B, seeds=three) == reg.REGISTERED
+    assert reg.status(record, B, seeds=five) == reg.POST_HOC  # the CLI on a record not renewed
+    again, said = reg.update(record, [B], lambda c: True, "t1", seeds_of=lambda c: three)
+    assert said == [] and again == record  # same seeds: nothing to say or write
+    record, said = reg.update(record, [B], lambda c: True, "t1", seeds_of=lambda c: five)
+    assert said == ["claims: claim 'b': its arms' seeds changed (short: 42, 43, 44 -> short: "
+                    "42, 43, 44, 45, 46) after its data existed: deciding it again on other "
+                    "seeds is a look no plan counts (seeds on demand adds seeds within the "
+                    "error rate: docs/adaptive_seeds.md); it will be decided as post hoc"]
+    assert reg.status(record, B, seeds=five) == reg.POST_HOC
+    assert record["claims"]["b"]["history"] == [
+        {"fingerprint": reg.fingerprint(B), "registered_at": "t0", "before_data": True,
+         "statement": B["statement"], "seeds": three}]
+    # Seeds set before any data existed (the config edited before the first run) are fine.
+    record, said = reg.update(reg.update({}, [B], lambda c: False, "t0",
+                                         seeds_of=lambda c: three)[0],
+                              [B], lambda c: False, "t1", seeds_of=lambda c: five)
+    assert said[0].endswith("before its data")
+    assert reg.status(record, B, seeds=five) == reg.REGISTERED
+
+
+def test_an_entry_made_before_seeds_were_kept_adopts_them(tmp_path):
+    path = tmp_path / "claims_registration.json"
+    reg.register(path, [B], lambda c: False)  # no seeds_of: as a record of the version before
+    assert "seeds" not in reg.read(path)["claims"]["b"]
+    assert reg.register(path, [B], lambda c: True, seeds_of=lambda c: {"short": [1, 2]}) == []
+    entry = reg.read(path)["claims"]["b"]
+    assert entry["seeds"] == {"short": [1, 2]} and entry["before_data"]
+
+
 def test_a_claim_missing_from_the_record_is_post_hoc():
     assert reg.status({"claims": {}}, A) == reg.POST_HOC
 
@@ -180,3 +216,19 @@ def test_the_looks_section_says_why_a_plan_is_post_hoc():
         "registered at t0 (looks at 3, 6, 10 seeds per arm, one-sided boundaries 4.27e-05, "
         "0.00377, 0.0212 (obrien-fleming), driving a): seeds on demand was turned off at t1 "
         "(its fixed-seed report at α is a look the plan does not count).")
+
+
+def test_arm_seeds_are_the_recipes_a_parsed_claim_trains():
+    from workflow_scripts.claims import spec
+
+    g = spec.grid_from_config({
+        "recipes": {"r1": {"seeds": [1, 2, 3]}, "r2": {"seeds": [7, 8]}}, "depths": [1, 2],
+        "strategies": ["top"], "benchmarks": ["x"],
+        "ladder": {"configs": [{"name": "c", "L": 2}], "methods": ["bp"], "seeds": [1, 2, 3]}})
+    claims = spec.parse([
+        {"id": "d", "statement": "r2 beats r1", "a": {"recipe": "r1", "depth": 2},
+         "b": {"recipe": "r2", "depth": 2}, "test": "greater"},
+        {"id": "base", "statement": "training helps", "a": {"recipe": "base", "depth": 1},
+         "b": {"recipe": "r1", "depth": 1}, "test": "greater"}], g)
+    assert reg.arm_seeds(claims[0], g) == {"r1": [1, 2, 3], "r2": [7, 8]}
+    assert reg.arm_seeds(claims[1], g) == {"r1": [1, 2, 3]}  # the untrained base has none

@@ -75,7 +75,9 @@ def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads
     table = decide.decide(claims, data, decide.Options(settings, threads), at_looks)
     record = registration.read(registry or Path(results) / Path(paths.CLAIMS_REGISTRY).name)
     heads = (table["row"] == "claim") & (table["verdict"] != "not-applicable")  # decided
-    status = {entry["id"]: registration.status(record, entry, plan)
+    by_id = {c.id: c for c in claims}
+    status = {entry["id"]: registration.status(record, entry, plan,
+                                               registration.arm_seeds(by_id[entry["id"]], grid))
               for entry in settings.claims}
     table.loc[heads, "registration"] = table.loc[heads, "claim"].map(status)
     contracts.write_parquet(table_path, table)

@@ -52,7 +52,7 @@ def plan_fingerprint(plan: dict) -> str:
 def _history(old: dict | None, *keys: str) -> list[dict]:
     if not old:
         return []
-    return [*old.get("history", []), {k: old[k] for k in (*_KEPT, *keys)}]
+    return [*old.get("history", []), {k: old[k] for k in (*_KEPT, *keys, "seeds") if k in old}]
 
 
 def describe_plan(plan: dict) -> str:
@@ -67,25 +67,53 @@ def describe_plan(plan: dict) -> str:
 
 
 def update(record: dict, claims: Iterable[dict], has_data: Callable[[dict], bool],
-           now: str) -> tuple[dict, list[str]]:
+           now: str, seeds_of: Callable[[dict], dict] | None = None) -> tuple[dict, list[str]]:
     """The record with an entry for every claim it lacks or whose fingerprint changed
-    (before_data: has_data(claim) is false now), and one line per new entry. The look
-    plan's entry (`update_plan`) is kept as it is."""
+    (before_data: has_data(claim) is false now), and one line per new entry. seeds_of: the
+    seeds of a claim's trained arms per recipe (`arm_seeds`), kept in its entry: deciding a
+    claim again on other seeds after its data existed (the planner's count followed by
+    editing the recipes) is a look no plan counts, so the claim gets a new entry, post hoc.
+    The look plan's entry (`update_plan`) is kept as it is."""
     entries = {k: dict(v) for k, v in record.get("claims", {}).items()}
     said = []
     for claim in claims:
         fp, old = fingerprint(claim), entries.get(claim["id"])
-        if old is not None and old["fingerprint"] == fp:
+        seeds = seeds_of(claim) if seeds_of else None
+        same = old is not None and old["fingerprint"] == fp
+        if same and (seeds is None or old.get("seeds", seeds) == seeds):
+            if seeds is not None:  # an entry made before seeds were recorded adopts them
+                entries[claim["id"]] = {**old, "seeds": seeds}
             continue
         before = not has_data(claim)
         entries[claim["id"]] = {"fingerprint": fp, "statement": claim.get("statement", ""),
                                 "registered_at": now, "before_data": before,
+                                **({"seeds": seeds} if seeds is not None else {}),
                                 "history": _history(old, "statement")}
+        if same:
+            said.append(f"claims: claim {claim['id']!r}: its arms' seeds changed "
+                        f"({_seeds_text(old['seeds'])} -> {_seeds_text(seeds)}) "
+                        + ("before its data" if before else
+                           "after its data existed: deciding it again on other seeds is a "
+                           "look no plan counts (seeds on demand adds seeds within the error "
+                           "rate: docs/adaptive_seeds.md); it will be decided as post hoc"))
+            continue
         what = "edited" if old else "new"
         said.append(f"claims: {what} claim {claim['id']!r} registered "
                     + ("before its data" if before else
                        "after its data existed: it will be decided as post hoc"))
     return {**record, "claims": entries}, said
+
+
+def _seeds_text(seeds: dict) -> str:
+    return "; ".join(f"{r}: {', '.join(map(str, s))}" for r, s in seeds.items())
+
+
+def arm_seeds(claim, grid) -> dict[str, list[int]]:
+    """The configured seeds of each recipe whose trained arms the parsed claim reads (the
+    untrained base has none; ladder and latency members read no recipe)."""
+    recipes = sorted({k[0] for m in claim.members if m.study == "biencoder"
+                      for k in (m.a, m.b) if k is not None and k[0] in grid.recipe_seeds})
+    return {r: [int(s) for s in grid.recipe_seeds[r]] for r in recipes}
 
 
 def update_plan(record: dict, plan: dict | None, had_data: bool, now: str,
@@ -136,12 +164,16 @@ def plan_status(record: dict, plan: dict) -> str:
     return REGISTERED if ok else POST_HOC
 
 
-def status(record: dict, claim: dict, plan: dict | None = None) -> str:
-    """registered: recorded with this fingerprint before any of its data existed, and, for
-    a claim that `plan` (the looks' plan, where seeds on demand decided it) drives, that
-    plan registered before its data too."""
+def status(record: dict, claim: dict, plan: dict | None = None,
+           seeds: dict | None = None) -> str:
+    """registered: recorded with this fingerprint before any of its data existed, on these
+    `seeds` (`arm_seeds`, where given and recorded), and, for a claim that `plan` (the looks'
+    plan, where seeds on demand decided it) drives, that plan registered before its data
+    too."""
     entry = record.get("claims", {}).get(claim["id"])
     ok = entry is not None and entry["fingerprint"] == fingerprint(claim) and entry["before_data"]
+    if ok and seeds is not None and entry.get("seeds", seeds) != seeds:
+        ok = False
     if ok and plan is not None and claim["id"] in plan["claims"]:
         ok = plan_status(record, plan) == REGISTERED
     return REGISTERED if ok else POST_HOC
@@ -188,22 +220,27 @@ def register_study(path, settings, parsed, results, grid, looks=None) -> None:
 
         plan = plan_record(settings.ci, json.loads(looks.to_json()), parsed,
                            grid.recipe_seeds)
-    for line in register(path, settings.claims, has_data, plan):
+    def seeds_of(entry: dict) -> dict:
+        return arm_seeds(by_id[entry["id"]], grid)
+
+    for line in register(path, settings.claims, has_data, plan, seeds_of):
         print(line, file=sys.stderr)
 
 
 def register(path, claims: Iterable[dict], has_data: Callable[[dict], bool],
-             plan: dict | None = None) -> list[str]:
+             plan: dict | None = None, seeds_of: Callable[[dict], dict] | None = None,
+             ) -> list[str]:
     """Add the claims the record at `path` lacks, and the look plan `plan` where it is new
     or changed (its data: any of its driving claims' by has_data; None: seeds on demand is
     off, recorded where a plan was), written atomically; their lines."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     claims = list(claims)
-    record, said = update(read(path), claims, has_data, now)
+    before = read(path)
+    record, said = update(before, claims, has_data, now, seeds_of)
     by_id = {c["id"]: c for c in claims}
     had = plan is not None and any(has_data(by_id[c]) for c in plan["claims"])
     record, more = update_plan(record, plan, had, now)
     said += more
-    if said:
+    if record != before:  # new lines, or seeds adopted by entries made before they were kept
         contracts.write_json(path, record)
     return said
