@@ -57,10 +57,16 @@ def ladder_rows(results: Path) -> list[str]:
 
 
 def seeds_sentence(results: Path) -> str:
-    """docs/statistics.md's range of seeds per arm to detect detect_delta."""
-    s = pd.read_parquet(results / "stats/seeds_needed.parquet")["seeds_for_delta"].dropna()
-    return (f"takes {int(s.min())} to {int(s.max())} seeds\nper arm (median "
-            f"{int(s.median())})")
+    """docs/statistics.md's seeds per arm to detect detect_delta: over the arm and benchmark
+    cells with a comparison partner, how many no seed count reaches, the others' range, and
+    the arm x query interaction's sd that decides it."""
+    d = pd.read_parquet(results / "stats/seeds_needed.parquet")
+    d = d[d["delta_versus"] != ""]
+    s, sd = d["seeds_for_delta"].dropna(), d["arm_example_sd"]
+    others = (f"; the others take {int(s.min())} to {int(s.max())} seeds per arm (median "
+              f"{int(s.median())})" if len(s) else "")
+    return (f"out of reach in {len(d) - len(s)} of {len(d)} arm and benchmark cells (the arm "
+            f"× query interaction's sd {sd.min():.2f}–{sd.max():.2f}){others}")
 
 
 def _in(results: Path, path: str) -> Path:
