@@ -133,8 +133,7 @@ def paired_stats(d: np.ndarray) -> dict[str, np.ndarray]:
     return {"estimate": grand, "v": v, "df": df, "m": m, "x": x, "r": r, "seeds": n}
 
 
-RULES = (cal.RESIDUAL_MARGIN, cal.SEED_FLOOR, cal.TWO_SEED_MARGIN, cal.TWO_SEED_FLOOR,
-         *cal.TWO_SEED_SHARES)
+RULES = cal.TAIL_RULES
 
 
 def p_sides(s: dict, below: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:

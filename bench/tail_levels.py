@@ -48,8 +48,7 @@ LEVELS = (ALPHA, ALPHA / 4, ALPHA / 12, look_alphas([3, 6, 10], ALPHA)[0])
 LEVEL_NAMES = ("alpha", "alpha/4", "alpha/12", "look 1")
 CHECKED = 20
 CHUNK = 10_000
-RULES = (cal.RESIDUAL_MARGIN, cal.SEED_FLOOR, cal.TWO_SEED_MARGIN, cal.TWO_SEED_FLOOR,
-         *cal.TWO_SEED_SHARES)
+RULES = cal.TAIL_RULES
 
 # variance shares of the estimate (seed, example, residual) per Gaussian regime
 SHARES = {"seeds dominate": (0.8, 0.15, 0.05), "balanced": (0.4, 0.4, 0.2),

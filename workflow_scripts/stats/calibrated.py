@@ -298,6 +298,8 @@ def calibrated_df(terms: Sequence[Term]) -> float:
     return min([max(df, df_seed), *(t.df for t in examples)])
 
 
+# The df rule's constants as tail_calibration.Reduced carries them to its vectorised plug-in.
+TAIL_RULES = (RESIDUAL_MARGIN, SEED_FLOOR, TWO_SEED_MARGIN, TWO_SEED_FLOOR, *TWO_SEED_SHARES)
 PLAIN_FROM_SEED_DF = 19  # from 20 seeds the plug-in t holds at every level by quadrature
 # (worst P(p <= a) / a at a = 4.27e-5: 1.81 at 10 seeds, 1.03 at 15, 1.00 at 20)
 
@@ -319,9 +321,8 @@ def reduced(terms: Sequence[Term]) -> tail_calibration.Reduced | None:
     x, f = sum_terms(examples)
     if not (r > 0 and x > 0):
         return None
-    rules = (RESIDUAL_MARGIN, SEED_FLOOR, TWO_SEED_MARGIN, TWO_SEED_FLOOR, *TWO_SEED_SHARES)
     return tail_calibration.Reduced(float(k), float(f), float(min(t.df for t in examples)),
-                                    (x - r) / r, rules)
+                                    (x - r) / r, TAIL_RULES)
 
 
 def half_width(terms: Sequence[Term], ci: float) -> float:

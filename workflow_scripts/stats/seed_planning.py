@@ -151,33 +151,17 @@ def decisions(terms_n: Sequence[Term], seed_values: np.ndarray, distance: np.nda
     calibrated_df, vectorised over draws (tests/test_seed_planning.py checks them equal);
     the tail calibration's level depends on the example terms only, one per n."""
     arms = cal._seed_arms(terms_n)  # (M, r, df) per seed term; M is drawn here instead
-    r = np.array([a[1] for a in arms])
-    dfs = np.array([a[2] for a in arms], dtype=float)
     examples = cal._example_terms(terms_n)
     x = sum(t.coef * t.ms for t in examples)
-    two = bool(np.any(dfs < 2))
-    c = cal.TWO_SEED_FLOOR if two else cal.SEED_FLOOR
-    m = seed_values
-    var = np.maximum.reduce([x + np.sum(np.maximum(m, c * r) - r, axis=1), m.sum(axis=1),
-                             np.full(len(m), c * x), np.zeros(len(m))])
-    charge = np.maximum(m - (cal.TWO_SEED_MARGIN if two else cal.RESIDUAL_MARGIN) * r, 0.0)
-    total = charge.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # calibrated._merged_seed_df: each term's df over its share, the smallest
-        share = np.where(charge > 0, dfs * total[:, None] / charge, np.inf)
-        df_seed = np.maximum(share.min(axis=1), dfs.min())
-        if two:
-            w0, w1 = cal.TWO_SEED_SHARES
-            excess = total / var - w0
-            df = np.where(excess > 0, df_seed * (w1 - w0) / excess, np.inf)
-        else:
-            df = df_seed * var / total
     cap = min((t.df for t in examples), default=math.inf)
     no_charge = cal.sum_terms(examples)[1] if examples else math.inf
-    df = np.where(total > 0, np.minimum(np.maximum(df, df_seed), cap), no_charge)
+    rule = tail_calibration.Reduced(min(a[2] for a in arms), no_charge, cap, 0.0,
+                                    cal.TAIL_RULES)
+    var, df = tail_calibration.plug_in_arms(list(seed_values.T), [a[1] for a in arms],
+                                            [a[2] for a in arms], x, rule)
     level = tail_calibration.calibrated_level((1 - ci) / 2, cal.reduced(terms_n))
     if not level > 0:  # the seeds cannot support this level at n: never decided
-        return np.zeros(len(m), dtype=bool)
+        return np.zeros(len(seed_values), dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.abs(distance) / np.sqrt(var)
     return special.stdtr(df, -stat) <= level

@@ -81,22 +81,9 @@ class Reduced:
 
 def plug_in(M, X, r, red: Reduced):
     """calibrated.total_variance and calibrated_df for one seed term M (holding r) and the
-    example part X, vectorised over arrays (red: k, f, cap and the rule's constants)."""
-    kappa, floor, two_kappa, two_floor, w0, w1 = red.rules
-    k, f, cap = red.k, red.f, red.cap
-    two = k < 2
-    c = two_floor if two else floor
-    var = np.maximum(np.maximum(X + np.maximum(M, c * r) - r, M), np.maximum(c * X, 0.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if two:
-            charge = np.maximum(M - two_kappa * r, 0.0) * np.ones_like(var)
-            excess = charge / var - w0
-            df = np.where(excess > 0, k * (w1 - w0) / excess, np.inf)
-        else:
-            charge = np.maximum(M - kappa * r, 0.0) * np.ones_like(var)
-            df = k * var / charge
-    df = np.where(charge > 0, np.minimum(np.maximum(df, k), cap), f)
-    return var, df
+    example part X, vectorised over arrays (red: k, f, cap and the rule's constants): the
+    one-term case of plug_in_arms."""
+    return plug_in_arms([M], [r], [red.k], X, red)
 
 
 def _nodes(df: float, n: int, dense_low: bool) -> tuple[np.ndarray, np.ndarray]:
