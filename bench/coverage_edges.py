@@ -10,7 +10,9 @@ score = 0.5 + query (sd 0.2) + arm x query (sd 0.02) + seed + noise (sd 0.05), t
 Per cell and df rule: coverage of the nominal 95% interval, median width, 99.9th percentile
 width, the largest width over the median, the smallest df, and the median width over the
 known-variance interval's (the same estimate +- 1.96 x the estimate's true standard deviation,
-here its sd over the cell's trials). Rules (`RULES`): `calibrated` (stats/calibrated.py),
+here its sd over the cell's trials). `reported (tail calibrated)`: the interval compare
+reports (the df rule's t, tail calibrated below 20 seeds: stats/tail_calibration.py). The df
+rules (`RULES`), each as a plain t: `calibrated` (stats/calibrated.py's variance and df),
 `kappa=.. floor=..` (the same rule with other constants, `CANDIDATES`; 2 seeds keep the ramp),
 `previous` (at 2 seeds the 3-seed rule the 2-seed df ramp replaced), `before` (the rule these
 replaced: V = M + X - r with the example part clipped at 0, df = df_seed V / M).
@@ -159,21 +161,26 @@ RULES = {"calibrated": lambda t: (cal.total_variance(t), cal.calibrated_df(t)),
          "before": _before}
 
 
+REPORTED = "reported (tail calibrated)"
+
+
 def run(name: str, trial, truth: float, trials: int) -> list[dict]:
     rng = _rng(name)
-    est, half, dfs = np.empty(trials), {r: np.empty(trials) for r in RULES}, {
-        r: np.empty(trials) for r in RULES}
+    names = [REPORTED, *RULES]
+    est, half, dfs = np.empty(trials), {r: np.empty(trials) for r in names}, {
+        r: np.empty(trials) for r in names}
     for i in range(trials):
         a, b, design = trial(rng)
         res = cal.compare(a, b, design=design, alternative="two-sided")
         est[i] = res.estimate
+        half[REPORTED][i], dfs[REPORTED][i] = (res.ci_high - res.ci_low) / 2, res.df
         for r, rule in RULES.items():
             var, df = rule(res.terms)
             dfs[r][i] = df
             half[r][i] = cal.t_half_width(var, df, 0.95)
     known = 2 * Z * float(np.std(est))
     rows = []
-    for r in RULES:
+    for r in names:
         w = 2 * half[r]
         med = float(np.median(w))
         rows.append({"cell": name, "rule": r, "trials": trials,

@@ -22,7 +22,8 @@ smallest seed df).
              and after
 
     .venv/bin/python bench/tail_levels_arms.py [--studies 100000] [--exact-only]
-        [--simulated-only] [--regime 'binary, seeds dominate' ...]
+        [--simulated-only] [--regime 'binary, seeds dominate' ...] [--cells 2v2 2v5]
+        [--supremum-2d]
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def exact_cell(seeds, pool, q: int, rho: float, grid: bool) -> dict:
     return out
 
 
-def exact_table() -> None:
+def exact_table(only=()) -> None:
     print("exact (Gaussian): P(p <= a) / a, the worst over equal seed variances: before "
           "(the commit before: Welch's merge at equal seed counts, no tail calibration) / "
           "plug-in (the share merge) -> reported; 95% coverage range over equal seed "
@@ -103,6 +104,8 @@ def exact_table() -> None:
     print(f"{'cell':<24} {'ex.':>4} {'rho':>5}  " + "  ".join(f"{n:>22}" for n in LEVEL_NAMES)
           + "  coverage %")
     for label, seeds, pool in CELLS:
+        if only and not any(c in label for c in only):
+            continue
         for q in (30, 200):
             for rho in (0.1, 1.0, 10.0):
                 t0 = time.perf_counter()
@@ -117,6 +120,37 @@ def exact_table() -> None:
                 print(f"{label:<24} {q:>4} {rho:>5}  " + "  ".join(f"{c:>22}" for c in cells)
                       + f"  {res['cover'][0]:.1f}-{res['cover'][1]:.1f}{extra}"
                       + f"  {time.perf_counter() - t0:4.1f}s", flush=True)
+
+
+def supremum_2d() -> None:
+    """Would a supremum over both seed variances (a 2-D table per pair of df, rho and split
+    of r) narrow the 95% interval where the terms' seed variances are equal? The plug-in
+    level whose worst rejection rate over both variances (a 12 x 12 grid, E[M_j]/r_j in
+    0.5..1e5) is 2.5%, for this merge and Welch's, and the coverage at equal seed variances
+    with the interval taken there (200 examples, rho 1, r and rho known)."""
+    print("2-D supremum (200 examples, rho 1): the plug-in level a* whose worst P(p <= a*) "
+          "over both seed variances is 2.5%, and the 95% coverage at equal seed variances "
+          "with it; beside it the one-term calibration's (calibrated.reduced)")
+    grid, levels = np.logspace(-0.3, 5, 12), np.logspace(-3, math.log10(0.05), 40)
+    for label, seeds, pool in CELLS[:9]:
+        if label in ("unpaired 4v4", "unpaired 5v5", "unpaired 10v10"):
+            continue
+        ks, rs = cell_terms(seeds, pool)
+        red = tc.Reduced(min(ks), 199, 199, 1.0, RULES)
+        now = [100 * (1 - 2 * tc.exact_rates_arms(ALPHA, (s, s), rs, ks, red, NODES)[1][0])
+               for s in NUISANCE]
+        row = [f"{label:<24} one-term table {min(now):.1f}-{max(now):.1f}%"]
+        for name, stat in (("share merge", None), ("Welch", welch_merge)):
+            sup = np.zeros(len(levels))
+            for s1 in grid:
+                for s2 in grid:
+                    sup = np.maximum(sup, tc.exact_rates_arms(levels, (s1, s2), rs, ks, red,
+                                                              (24, 8), stat)[0])
+            at = float(np.interp(ALPHA, sup, levels))
+            cover = [100 * (1 - 2 * tc.exact_rates_arms(at, (s, s), rs, ks, red, NODES,
+                                                        stat)[0][0]) for s in NUISANCE]
+            row.append(f"{name}: a* {at:.4f}, {min(cover):.1f}-{max(cover):.1f}%")
+        print("  ".join(row), flush=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -182,19 +216,23 @@ def statistic(a, b, arms, merge=tc.plug_in_arms):
 
 
 def welch_merge(ms, rs, ks, x, red):
-    """The commit before's merge: Welch (1947) on the charges at equal seed df (calibrated.
-    _welch_df), else the share rule; for the 'before' columns."""
-    var, df = tc.plug_in_arms(ms, rs, ks, x, red)
-    if len(set(ks)) > 1:
-        return var, df
+    """The rule before the tail calibration: Welch (1947) on the charges at equal seed df
+    (calibrated._welch_df), else the share rule, also beside an arm of 2 seeds (whose 1 df
+    calibrated_df now keeps); for the 'before' columns."""
+    var, _ = tc.plug_in_arms(ms, rs, ks, x, red)
     kappa, _, two_kappa, _, w0, w1 = RULES
     two = min(ks) < 2
     charges = [np.maximum(m - (two_kappa if two else kappa) * r, 0.0) for m, r in zip(ms, rs,
                                                                                    strict=True)]
     total = sum(charges)
     with np.errstate(divide="ignore", invalid="ignore"):
-        denom = sum(c**2 / (k + 2) for c, k in zip(charges, ks, strict=True))
-        seed_df = np.maximum(total**2 / denom - 2, min(ks))
+        if len(set(ks)) == 1:
+            denom = sum(c**2 / (k + 2) for c, k in zip(charges, ks, strict=True))
+            seed_df = np.maximum(total**2 / denom - 2, min(ks))
+        else:
+            seed_df = np.maximum(np.min([np.where(c > 0, k * total / c, np.inf)
+                                         for c, k in zip(charges, ks, strict=True)], axis=0),
+                                 min(ks))
         df = (np.where(total / var - w0 > 0, seed_df * (w1 - w0) / (total / var - w0), np.inf)
               if two else seed_df * var / total)
     return var, np.where(total > 0, np.minimum(np.maximum(df, seed_df), red.cap), red.f)
@@ -286,11 +324,17 @@ def main() -> None:
     ap.add_argument("--simulated-only", action="store_true")
     ap.add_argument("--regime", action="append", choices=REGIMES,
                     help="simulate only these (repeatable; default all)")
+    ap.add_argument("--supremum-2d", action="store_true",
+                    help="only the 2-D supremum's coverage at equal seed variances")
+    ap.add_argument("--cells", nargs="*", default=[],
+                    help="exact part: only the cells whose label holds one of these")
     args = ap.parse_args()
     print("levels: " + ", ".join(f"{n} {v:.3g}" for n, v in zip(LEVEL_NAMES, LEVELS,
                                                                  strict=True)))
+    if args.supremum_2d:
+        return supremum_2d()
     if not args.simulated_only:
-        exact_table()
+        exact_table(args.cells)
     if not args.exact_only:
         simulated_table(args.studies, args.regime or REGIMES)
 

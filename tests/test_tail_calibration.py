@@ -177,6 +177,16 @@ def test_two_seed_terms_reported_p_holds_by_quadrature(ks, rs, ratios, excess):
     assert np.all(rep <= 1.05 * levels), rep / levels
 
 
+def test_a_two_seed_arm_lends_no_df_from_the_other_arm():
+    """2 vs 5 seeds, the 2-seed arm carrying nearly all the seed variance, 30 examples: with
+    the share merge a calm-looking 2-seed arm took the 5-seed arm's df and the reported p was
+    1.50x alpha; with the 2-seed arm's 1 df it holds at every level."""
+    levels = np.array([0.025, 0.025 / 4, 0.025 / 12, LOOK1])
+    red = tc.Reduced(1, 29, 29, 0.1)
+    _, rep = tc.exact_rates_arms(levels, (1e5, 5623.4), (5 / 7, 2 / 7), (1, 4), red)
+    assert np.all(rep <= 1.05 * levels), rep / levels
+
+
 def test_unpaired_three_seeds_cannot_support_a_look_one_level():
     rng = np.random.default_rng(9)
     a = _study(rng, 3, 200, sd_seed=0.001)["b0"]

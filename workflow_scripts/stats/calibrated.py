@@ -288,7 +288,9 @@ def calibrated_df(terms: Sequence[Term]) -> float:
               for m, r, _ in arms]
     if not sum(charge) > 0:
         return sum_terms(examples)[1] if examples else math.inf
-    df_seed = _merged_seed_df(charge, [d for _, _, d in arms])
+    # with an arm of 2 seeds the seed df are its 1 (a 2-seed arm looking calm must not lend
+    # the other arm's df: 2 vs 5 seeds was 1.50x alpha by the share merge)
+    df_seed = 1.0 if two else _merged_seed_df(charge, [d for _, _, d in arms])
     if two:  # t_1 is so steep that any df above 1 undercovers unless the share is small
         w0, w1 = TWO_SEED_SHARES
         excess = sum(charge) / total_variance(terms) - w0

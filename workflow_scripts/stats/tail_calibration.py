@@ -201,7 +201,8 @@ def plug_in_arms(ms, rs, ks, X, red: Reduced):
         df_seed = np.min([np.where(ch > 0, k * total / ch, np.inf)
                           for ch, k in zip(charges, ks, strict=True)], axis=0)
         df_seed = np.maximum(df_seed, min(ks))
-        if two:
+        if two:  # calibrated_df: the 2-seed arm's 1 df
+            df_seed = np.ones_like(df_seed)
             excess = total / var - w0
             df = np.where(excess > 0, df_seed * (w1 - w0) / excess, np.inf)
         else:
