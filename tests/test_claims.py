@@ -185,6 +185,26 @@ def test_one_sided_difference(delta, expected):
         assert np.isfinite(row["seeds_needed"]) or "seeds" in row["note"]
 
 
+@pytest.mark.parametrize(("shift", "holm"), [(-0.004, True), (0.004, False)])
+def test_a_family_member_is_planned_at_the_level_that_decides_it(shift, holm):
+    """Refuting a family takes one member at Holm's first level alpha / m, supporting it every
+    member at alpha: a member leaning to refute needs more seeds in a family of 3 than alone,
+    one leaning to support the same."""
+    rng = np.random.default_rng(0)
+    data = data_for({("r1", d): 0.3 for d in (1, 2, 3)}
+                    | {("r2", d): 0.3 + shift for d in (1, 2, 3)}, rng, seed_sd=0.004)
+    _, family = verdict({"for_each": {"depth": [1, 2, 3]}, "a": {"recipe": "r1"},
+                         "b": {"recipe": "r2"}, "test": "greater"}, data)
+    _, alone = verdict({"a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r2", "depth": 1},
+                        "test": "greater"}, data)
+    member, single = family.iloc[1], alone.iloc[1]
+    assert member["verdict"] == single["verdict"] == "inconclusive"
+    assert member["p_refute"] == pytest.approx(single["p_refute"])
+    assert (member["seeds_needed"] > single["seeds_needed"]) == holm
+    if not holm:
+        assert member["seeds_needed"] == single["seeds_needed"]
+
+
 @pytest.mark.parametrize(("delta", "expected"), [(0.0, "supported"), (0.08, "refuted"),
                                                  (0.012, "inconclusive")])
 def test_equivalence_of_every_pair(delta, expected):

@@ -388,7 +388,12 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
             _add_caveat(r, f"fragile: {flip} with the borrowed seed sd doubled (the one-seed "
                         "arm's seed variance cannot be checked)")
         if r["verdict"] == "inconclusive" and plan is not None:
-            r.update(seeds_needed(plan, ci[m.study]))
+            # supported needs every member at alpha (intersection-union), refuted one member
+            # at Holm's first level alpha / m: a member leaning to refute is planned there
+            level = 1 - ci[m.study]
+            if len(live) > 1 and r.get("p_refute", math.nan) < r.get("p_support", math.nan):
+                level /= len(live)
+            r.update(seeds_needed(plan, 1 - level))
             if math.isnan(r["seeds_at_margin"]):  # a finite count: render says it
                 r["note"] = (f"seeds to settle it: {notation.UNREACHABLE} (the examples "
                              "limit it)")
