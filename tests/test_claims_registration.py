@@ -78,6 +78,21 @@ def test_an_entry_made_before_seeds_were_kept_adopts_them(tmp_path):
     assert entry["seeds"] == {"short": [1, 2]} and entry["before_data"]
 
 
+def test_ladder_seeds_are_kept_and_an_entry_without_them_adopts_them():
+    """A ladder claim's seeds are the ladder's: an entry recorded before they were kept
+    (seeds {}) adopts them and stays registered; editing them after the data is post hoc."""
+    ladder = {reg.LADDER_SEEDS: [42, 123, 456]}
+    record, _ = reg.update({}, [B], lambda c: False, "t0", seeds_of=lambda c: {})
+    record, said = reg.update(record, [B], lambda c: True, "t1", seeds_of=lambda c: ladder)
+    assert said == [] and record["claims"]["b"]["seeds"] == ladder
+    assert reg.status(record, B, seeds=ladder) == reg.REGISTERED
+    more = {reg.LADDER_SEEDS: [42, 123, 456, 789]}
+    record, said = reg.update(record, [B], lambda c: True, "t2", seeds_of=lambda c: more)
+    assert said[0].startswith("claims: claim 'b': its arms' seeds changed (ladder.seeds: 42, "
+                              "123, 456 -> ladder.seeds: 42, 123, 456, 789) after its data")
+    assert reg.status(record, B, seeds=more) == reg.POST_HOC
+
+
 def test_a_claim_missing_from_the_record_is_post_hoc():
     assert reg.status({"claims": {}}, A) == reg.POST_HOC
 
@@ -232,3 +247,8 @@ def test_arm_seeds_are_the_recipes_a_parsed_claim_trains():
          "b": {"recipe": "r1", "depth": 1}, "test": "greater"}], g)
     assert reg.arm_seeds(claims[0], g) == {"r1": [1, 2, 3], "r2": [7, 8]}
     assert reg.arm_seeds(claims[1], g) == {"r1": [1, 2, 3]}  # the untrained base has none
+    (ladder,) = spec.parse([{"id": "l", "statement": "the last block helps",
+                             "a": {"config": "c", "method": "bp", "k": 0},
+                             "b": {"config": "c", "method": "bp", "k": 1},
+                             "test": "greater"}], g)
+    assert reg.arm_seeds(ladder, g) == {reg.LADDER_SEEDS: [1, 2, 3]}

@@ -80,7 +80,7 @@ def update(record: dict, claims: Iterable[dict], has_data: Callable[[dict], bool
         fp, old = fingerprint(claim), entries.get(claim["id"])
         seeds = seeds_of(claim) if seeds_of else None
         same = old is not None and old["fingerprint"] == fp
-        if same and (seeds is None or old.get("seeds", seeds) == seeds):
+        if same and (seeds is None or _same_seeds(old.get("seeds"), seeds)):
             if seeds is not None:  # an entry made before seeds were recorded adopts them
                 entries[claim["id"]] = {**old, "seeds": seeds}
             continue
@@ -108,12 +108,25 @@ def _seeds_text(seeds: dict) -> str:
     return "; ".join(f"{r}: {', '.join(map(str, s))}" for r, s in seeds.items())
 
 
+LADDER_SEEDS = "ladder.seeds"  # arm_seeds' key for the ladder's seeds (no recipe has a dot)
+
+
 def arm_seeds(claim, grid) -> dict[str, list[int]]:
-    """The configured seeds of each recipe whose trained arms the parsed claim reads (the
-    untrained base has none; ladder and latency members read no recipe)."""
-    recipes = sorted({k[0] for m in claim.members if m.study == "biencoder"
+    """The configured seeds of each recipe whose trained arms the parsed claim reads
+    (bi-encoder members and learning curves; the untrained base has none) and, for ladder
+    members, the ladder's seeds under LADDER_SEEDS. Latency members read timings, no seeds."""
+    recipes = sorted({k[0] for m in claim.members if m.study in ("biencoder", "curves")
                       for k in (m.a, m.b) if k is not None and k[0] in grid.recipe_seeds})
-    return {r: [int(s) for s in grid.recipe_seeds[r]] for r in recipes}
+    out = {r: [int(s) for s in grid.recipe_seeds[r]] for r in recipes}
+    if any(m.study == "ladder" for m in claim.members):
+        out[LADDER_SEEDS] = [int(s) for s in grid.ladder_seeds]
+    return out
+
+
+def _same_seeds(recorded: dict | None, seeds: dict) -> bool:
+    """The seeds an entry recorded are these; a key it lacks (recorded before that kind of
+    arm's seeds were: the ladder's) is adopted, not a change."""
+    return recorded is None or all(recorded.get(k, v) == v for k, v in seeds.items())
 
 
 def update_plan(record: dict, plan: dict | None, had_data: bool, now: str,
@@ -172,7 +185,7 @@ def status(record: dict, claim: dict, plan: dict | None = None,
     too."""
     entry = record.get("claims", {}).get(claim["id"])
     ok = entry is not None and entry["fingerprint"] == fingerprint(claim) and entry["before_data"]
-    if ok and seeds is not None and entry.get("seeds", seeds) != seeds:
+    if ok and seeds is not None and not _same_seeds(entry.get("seeds"), seeds):
         ok = False
     if ok and plan is not None and claim["id"] in plan["claims"]:
         ok = plan_status(record, plan) == REGISTERED
