@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -173,6 +174,14 @@ def preload_server() -> str:
         _SERVER.append(launch.start_server(
             ["torch", "pandas", "pyarrow.parquet", "sentence_transformers"], env=env))
     return _SERVER[0].socket
+
+
+def ctrl_c_reaches_it() -> None:
+    """preexec_fn of a process a test interrupts with SIGINT: SIGINT at its default, as a
+    terminal's foreground job has it. A suite started in the background (`make test &`,
+    nohup) inherits SIGINT ignored, and an ignored signal stays ignored across exec, so
+    Ctrl-C would never reach the Snakemake under test."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def snakemake(workdir, *args, check=True, timeout=900, env=None) -> subprocess.CompletedProcess:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT, docstring_study_data, snakemake
+from conftest import ROOT, ctrl_c_reaches_it, docstring_study_data, snakemake
 
 from workflow_scripts.core import contracts, provenance, runlock
 
@@ -91,7 +91,8 @@ def test_a_second_run_in_a_running_studys_folder_is_refused_before_its_dag(tmp_p
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     first = subprocess.Popen([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"),
                               "--cores", "1"], cwd=tmp_path, env=env, start_new_session=True,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=ctrl_c_reaches_it)
     try:
         lock = tmp_path / runlock.LOCK
         deadline = time.monotonic() + 120

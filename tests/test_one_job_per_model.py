@@ -17,7 +17,14 @@ import time
 
 import pytest
 import yaml
-from conftest import SNAKEMAKE, copy_workflow, job_counts, planned_jobs, snakemake
+from conftest import (
+    SNAKEMAKE,
+    copy_workflow,
+    ctrl_c_reaches_it,
+    job_counts,
+    planned_jobs,
+    snakemake,
+)
 
 from workflow_scripts.core import launch, paths
 
@@ -158,7 +165,7 @@ def test_a_run_killed_in_its_second_training_keeps_the_first(study, tmp_path):
                              "--cores", "1", f"--configfile={cfg}",
                              *(str(m.relative_to(wd)) for m in models)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=ctrl_c_reaches_it)
 
     def wait_for(check):
         deadline = time.monotonic() + 300
