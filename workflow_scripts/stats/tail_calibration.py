@@ -197,15 +197,14 @@ def plug_in_arms(ms, rs, ks, X, red: Reduced):
                for m, r in zip(ms, rs, strict=True)]
     total = sum(charges)
     with np.errstate(divide="ignore", invalid="ignore"):
-        # calibrated._merged_seed_df: each term's df over its share, the smallest
-        df_seed = np.min([np.where(ch > 0, k * total / ch, np.inf)
-                          for ch, k in zip(charges, ks, strict=True)], axis=0)
-        df_seed = np.maximum(df_seed, min(ks))
-        if two:  # calibrated_df: the 2-seed arm's 1 df
-            df_seed = np.ones_like(df_seed)
+        if two:  # calibrated_df: the 2-seed arm's 1 df, whatever the other arms'
+            df_seed = np.ones_like(var)
             excess = total / var - w0
             df = np.where(excess > 0, df_seed * (w1 - w0) / excess, np.inf)
-        else:
+        else:  # calibrated._merged_seed_df: each term's df over its share, the smallest
+            df_seed = np.maximum(np.min([np.where(ch > 0, k * total / ch, np.inf)
+                                         for ch, k in zip(charges, ks, strict=True)], axis=0),
+                                 min(ks))
             df = df_seed * var / total
     df = np.where(total > 0, np.minimum(np.maximum(df, df_seed), red.cap), red.f)
     return var, df
