@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from workflow_scripts.stats import calibrated as cal  # noqa: E402
 from workflow_scripts.stats import seed_planning  # noqa: E402
 from workflow_scripts.stats import tail_calibration as tc  # noqa: E402
+from workflow_scripts.stats.df_rule import DEFAULT_RULE  # noqa: E402
 
 ALPHA, CI = 0.025, 0.95  # the claims' one-sided level at ci 0.95
 QUERIES, START, MAXIMA = 300, 3, (4, 6, 10)
@@ -124,7 +125,7 @@ def paired_stats(d: np.ndarray) -> dict[str, np.ndarray]:
     x = cols.var(axis=1, ddof=1) / q  # example term
     resid = d - rows[:, :, None] - cols[:, None, :] + grand[:, None, None]
     r = np.einsum("ijk,ijk->i", resid, resid) / ((n - 1) * (q - 1)) / (q * n)
-    c, kappa = cal.SEED_FLOOR, cal.RESIDUAL_MARGIN
+    c, kappa = DEFAULT_RULE.floor, DEFAULT_RULE.kappa
     v = np.maximum.reduce([x + np.maximum(m, c * r) - r, m, c * x, np.zeros_like(m)])
     charge = np.maximum(m - kappa * r, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -133,7 +134,7 @@ def paired_stats(d: np.ndarray) -> dict[str, np.ndarray]:
     return {"estimate": grand, "v": v, "df": df, "m": m, "x": x, "r": r, "seeds": n}
 
 
-RULES = cal.TAIL_RULES
+RULES = DEFAULT_RULE
 
 
 def p_sides(s: dict, below: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
@@ -174,7 +175,7 @@ def unreachable(s: dict) -> np.ndarray:
     n_max, seeds, q = seed_planning.MAX_SEEDS, s["seeds"], QUERIES
     m, r = s["m"] * seeds / n_max, s["r"] * seeds / n_max
     x = np.maximum(s["x"] - s["r"] * (1 - seeds / n_max), 0.0)
-    c = cal.SEED_FLOOR
+    c = DEFAULT_RULE.floor
     v = np.maximum.reduce([x + np.maximum(m, c * r) - r, m, c * x, np.zeros_like(m)])
     half = float(special.stdtrit(q - 1, (1 + CI) / 2)) * np.sqrt(v)
     return half > np.abs(s["estimate"])

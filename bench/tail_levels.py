@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workflow_scripts.stats import calibrated as cal  # noqa: E402
 from workflow_scripts.stats import tail_calibration as tc  # noqa: E402
+from workflow_scripts.stats.df_rule import DEFAULT_RULE  # noqa: E402
 from workflow_scripts.stats.sequential import look_alphas  # noqa: E402
 
 ALPHA = 0.025
@@ -48,7 +49,7 @@ LEVELS = (ALPHA, ALPHA / 4, ALPHA / 12, look_alphas([3, 6, 10], ALPHA)[0])
 LEVEL_NAMES = ("alpha", "alpha/4", "alpha/12", "look 1")
 CHECKED = 20
 CHUNK = 10_000
-RULES = cal.TAIL_RULES
+RULES = DEFAULT_RULE
 
 # variance shares of the estimate (seed, example, residual) per Gaussian regime
 SHARES = {"seeds dominate": (0.8, 0.15, 0.05), "balanced": (0.4, 0.4, 0.2),

@@ -220,7 +220,7 @@ def welch_merge(ms, rs, ks, x, red):
     (calibrated._welch_df), else the share rule, also beside an arm of 2 seeds (whose 1 df
     calibrated_df now keeps); for the 'before' columns."""
     var, _ = tc.plug_in_arms(ms, rs, ks, x, red)
-    kappa, _, two_kappa, _, w0, w1 = RULES
+    kappa, two_kappa, w0, w1 = RULES.kappa, RULES.two_kappa, RULES.w0, RULES.w1
     two = min(ks) < 2
     charges = [np.maximum(m - (two_kappa if two else kappa) * r, 0.0) for m, r in zip(ms, rs,
                                                                                    strict=True)]

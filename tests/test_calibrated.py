@@ -14,6 +14,7 @@ from scipy import stats
 from workflow_scripts.stats import calibrated as cal
 from workflow_scripts.stats import multibootstrap as mb
 from workflow_scripts.stats import seed_planning, tail_calibration
+from workflow_scripts.stats.df_rule import DEFAULT_RULE
 
 # A [3 seeds, 4 examples] matrix small enough to check by hand.
 X = np.array([[0.2, 0.5, 0.9, 0.4],
@@ -56,8 +57,8 @@ def test_variance_df_and_interval_by_hand():
         assert r.estimate == pytest.approx(x.mean())
         var = (ms_s + ms_e - ms_r) / (n_s * n_e)
         assert r.se == pytest.approx(math.sqrt(var), rel=1e-12)
-        assert ms_s >= cal.SEED_FLOOR * ms_r
-        charge = ms_s - cal.RESIDUAL_MARGIN * ms_r
+        assert ms_s >= DEFAULT_RULE.floor * ms_r
+        charge = ms_s - DEFAULT_RULE.kappa * ms_r
         df = min((n_s - 1) * var / (charge / (n_s * n_e)), n_e - 1)
         assert r.df == pytest.approx(df, rel=1e-12)
         red = cal.reduced(r.terms)
@@ -88,7 +89,7 @@ def test_df_divide_by_the_seed_share_once():
         r = cal.mean_interval(x)
         seed, resid = (r.terms[i].coef * r.terms[i].ms for i in (0, 2))
         # the charge: the seed term less kappa times the residual noise (resid < 0)
-        share = (seed + cal.RESIDUAL_MARGIN * resid) / r.se**2
+        share = (seed + DEFAULT_RULE.kappa * resid) / r.se**2
         assert r.df == pytest.approx(min(2 / share, 299)) and r.df <= 2 / share**2
     seeds_only = cal.mean_interval(X, resample=("seeds",))
     assert seeds_only.df == 2 == cal.satterthwaite(seeds_only.terms)[1]
@@ -301,7 +302,7 @@ def test_an_arm_without_seed_variance_has_a_finite_interval():
 def test_unpaired_seed_terms_merge_by_share_and_welch_is_the_reference():
     """Two arms of 3 seeds, equal sample seed variances x: Welch (1947), the reference
     `welch` keeps, gives (2x)^2 / (2 x^2 / 4) - 2 = 6 df; compare merges by each arm's share
-    (calibrated._merged_seed_df: 2 / 0.5 = 4, the pooled df); one arm alone keeps its own 2."""
+    (df_rule.merged_seed_df: 2 / 0.5 = 4, the pooled df); one arm alone keeps its own 2."""
     a = np.array([[0.1], [0.2], [0.3]]) + np.zeros((3, 30))
     b = a + 0.05
     terms = cal.compare(a, b, design="unpaired", resample=("seeds",)).terms

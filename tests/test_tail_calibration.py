@@ -13,6 +13,7 @@ from scipy import special, stats
 from workflow_scripts.stats import calibrated as cal
 from workflow_scripts.stats import tail_calibration as tc
 from workflow_scripts.stats.borrowed_seeds import borrowed_terms
+from workflow_scripts.stats.df_rule import merged_seed_df
 from workflow_scripts.stats.sequential import look_alphas
 
 LOOK1 = look_alphas([3, 6, 10], 0.025)[0]  # 4.27e-5: the smallest level a default plan spends
@@ -148,9 +149,10 @@ def test_several_seed_terms_merge_by_each_one_s_share():
     """An arm carrying the charge alone keeps its own df; equal charges of 3-seed arms give
     the pooled 4; a 10:1 split 2.2 (Welch 1947 gave 6 and 2.8 there, and the p calibrated
     with the smallest df was above its level: docs/statistics.md)."""
-    assert cal._merged_seed_df([1.0, 0.0], [2, 2]) == pytest.approx(2.0)
-    assert cal._merged_seed_df([1.0, 1.0], [2, 2]) == pytest.approx(4.0)
-    assert cal._merged_seed_df([1.0, 0.1], [2, 2]) == pytest.approx(2.2)
+    assert merged_seed_df([1.0, 0.0], [2, 2]) == pytest.approx(2.0)
+    assert merged_seed_df([1.0, 1.0], [2, 2]) == pytest.approx(4.0)
+    assert merged_seed_df([1.0, 0.1], [2, 2]) == pytest.approx(2.2)
+    assert merged_seed_df([1.0, 0.1], [2, 2], "welch") == pytest.approx(2.79, abs=0.01)
     assert cal._welch_df([1.0, 0.1], [2, 2]) == pytest.approx(2.79, abs=0.01)
 
 

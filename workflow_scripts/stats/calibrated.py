@@ -19,7 +19,7 @@ array) is estimated from three kinds of mean squares (`Term`s):
   residual term per random-seed arm and benchmark: MS_residual / (K^2 Q S) = r, the seed x
                 example noise, with (S - 1)(Q - 1) df: known well
 
-V_hat = X - r + max(M, c r) summed over the seed terms (c = SEED_FLOOR = 1/2): the residual
+V_hat = X - r + max(M, c r) summed over the seed terms (c = DfRule.floor = 1/2): the residual
 noise is charged to the example term, which estimates it whole, and the seed term M, which
 estimates at least r, is counted as at least c r; never below sum M or c X, so never 0 while
 X is not. Paired arms are one array of differences; single-baseline has no seed term for its
@@ -31,7 +31,7 @@ The interval is estimate +- t_df * sqrt(V_hat), with calibrated degrees of freed
 (`calibrated_df`): the seed terms' df divided by the share of V_hat their charge carries,
 
   df = df_seed * V_hat / sum(max(M - kappa r, 0))     (df_seed = S - 1; kappa =
-                                                       RESIDUAL_MARGIN = 0.1; several
+                                                       DfRule.kappa = 0.1; several
                                                        seed terms: each one's df over
                                                        its share, the smallest)
 
@@ -51,13 +51,15 @@ seed part alone it is exactly Student's t with S - 1 df; p-values, the TOST and 
 planner (seed_planning.py) use the same t.
 
 With an arm of 2 seeds (df_seed 1) the df are instead df_seed (w1 - w0) / (share - w0), share =
-sum(M) / V_hat, (w0, w1) = TWO_SEED_SHARES = (0.1, 0.3), with no margin and the floor c = 0.1
-(TWO_SEED_FLOOR): t_1 from a seed share of 0.3 up, the normal at 0.1 and below. t_1's
+sum(M) / V_hat, (w0, w1) = (DfRule.w0, DfRule.w1) = (0.1, 0.3), with no margin and the floor
+c = 0.1 (DfRule.two_floor): t_1 from a seed share of 0.3 up, the normal at 0.1 and below. t_1's
 quantile is so steep (12.7 against 4.3 at 2 df) that dividing by the share covered 89.9-91.5%
 where seeds carry most but not all of V; this rule keeps 93.7-96.1% over every share by exact
 integration (docs/statistics.md).
 
-Imports numpy and scipy only, like multibootstrap.py, whose input checks it shares.
+The rule itself, vectorised, with its constants a `DfRule` value: df_rule.py; this module
+applies it to a result's terms. Imports numpy and scipy only, like multibootstrap.py, whose
+input checks it shares.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ from workflow_scripts.stats.bootstrap_inputs import (
     flat_row,
     two_arms,
 )
+from workflow_scripts.stats.df_rule import DEFAULT_RULE, DfRule, variance_and_df
 
 METHOD = "calibrated"
 __all__ = ["METHOD", "PLAIN_FROM_SEED_DF", "CalibratedEquivalence", "CalibratedResult", "Term",
@@ -182,13 +185,6 @@ def variance_terms(arms: list[Arm], resample: tuple[str, ...]) -> list[Term]:
     return terms
 
 
-RESIDUAL_MARGIN = 0.1  # kappa: the share of the residual noise the seed charge leaves out
-SEED_FLOOR = 0.5  # c: the seed term is counted as at least c times the residual it holds
-TWO_SEED_MARGIN = 0.0  # kappa with an arm of 2 seeds (1 seed df)
-TWO_SEED_FLOOR = 0.1  # c with an arm of 2 seeds
-TWO_SEED_SHARES = (0.1, 0.3)  # (w0, w1): at 1 seed df, df = df_seed (w1 - w0) / (share - w0)
-
-
 def _seed_arms(terms: Sequence[Term]) -> list[tuple[float, float, float]]:
     """Per seed term: (M, r, df), M = coef * ms of the seed term, r = the seed x example
     noise it holds (its arm's residual terms, as a positive variance), df its df."""
@@ -205,14 +201,22 @@ def _example_terms(terms: Sequence[Term]) -> list[Term]:
     return [t for t in terms if t.part == "examples" and t.coef > 0]
 
 
-def total_variance(terms: Sequence[Term]) -> float:
-    """V = X + sum over seed terms of max(M - r, -kappa r), never below sum M or (1 - kappa) X
-    (module docstring): X the example terms, M a seed term, r the residual noise it holds."""
-    x = sum(t.coef * t.ms for t in _example_terms(terms))
+def _rule_inputs(terms: Sequence[Term]) -> tuple[list, list, list, float, float, float]:
+    """df_rule.variance_and_df's arguments from a result's terms: per seed term M, r and df;
+    X, the example terms' Satterthwaite df f and their smallest df (the cap)."""
+    examples = _example_terms(terms)
     arms = _seed_arms(terms)
-    c = TWO_SEED_FLOOR if any(d < 2 for _, _, d in arms) else SEED_FLOOR
-    var = x + sum(max(m, c * r) - r for m, r, _ in arms)
-    return float(max(var, sum(m for m, _, _ in arms), c * x, 0.0))
+    x = sum(t.coef * t.ms for t in examples)
+    f = sum_terms(examples)[1] if examples else math.inf
+    cap = min((t.df for t in examples), default=math.inf)
+    return [a[0] for a in arms], [a[1] for a in arms], [a[2] for a in arms], x, f, cap
+
+
+def total_variance(terms: Sequence[Term], rule: DfRule = DEFAULT_RULE) -> float:
+    """V = X + sum over seed terms of max(M - r, (c - 1) r), never below sum M or c X
+    (module docstring, df_rule.py): X the example terms, M a seed term, r the residual
+    noise it holds."""
+    return float(variance_and_df(*_rule_inputs(terms), rule)[0])
 
 
 def sum_terms(terms: Sequence[Term]) -> tuple[float, float]:
@@ -244,28 +248,11 @@ def _welch_df(values: Sequence[float], dfs: Sequence[float]) -> float:
     return max(var**2 / denom - 2, min(dfs)) if denom > 0 else max(dfs)
 
 
-def _merged_seed_df(charges: Sequence[float], dfs: Sequence[float]) -> float:
-    """The seed df of several seed terms' charges (unpaired arms, or a borrowed seed term
-    beside the random arm's): the smallest over terms of its df divided by its share of the
-    charge (the one-arm rule of calibrated_df), at least the smallest df. An arm carrying
-    the charge alone keeps its own df; equal charges of 3-seed arms give 4, the pooled df.
-    Why not Welch (1947), as before at equal seed counts: its df grow past an arm's own
-    when that arm carries most but not all of the charge (2.8 for two 3-seed arms at a
-    10:1 split; this rule 2.2), so the p calibrated with the smallest df (`reduced`) was
-    above its level where the arms' seed variances differ (docs/statistics.md,
-    bench/tail_levels_arms.py); at unequal counts Welch's df grew when a 3-seed arm
-    happened to look calm (3 vs 20 seeds covered 91.2%)."""
-    total = sum(charges)
-    if not total > 0:
-        return max(dfs)
-    return max(min(d * total / c for c, d in zip(charges, dfs, strict=True) if c > 0),
-               min(dfs))
-
-
 def welch(terms: Sequence[Term]) -> list[Term]:
     """The seed terms of several arms (unpaired) merged into one, with the df of Welch (1947):
     sum^2 / sum((coef * ms)^2 / (df + 2)) - 2: the textbook merge, kept as the reference
-    bench/coverage_edges.py prints; compare's df merge the arms by _merged_seed_df."""
+    bench/coverage_edges.py prints; compare's df merge the arms by their shares
+    (df_rule.merged_seed_df)."""
     seeds = [t for t in terms if t.part == "seeds"]
     if len(seeds) < 2:
         return list(terms)
@@ -275,33 +262,16 @@ def welch(terms: Sequence[Term]) -> list[Term]:
     return [merged, *(t for t in terms if t.part != "seeds")]
 
 
-def calibrated_df(terms: Sequence[Term]) -> float:
-    """The t interval's degrees of freedom (module docstring): the seed terms' df (several
-    arms' merged by _merged_seed_df) divided by their charge's share of V, the charge
-    being each seed term less kappa times the residual noise it holds; never below the seed
-    df, never more than the fewest examples give (the smallest example term's df). No charge
-    left (seeds that do not vary, or not resampled): the example terms' Satterthwaite df."""
-    examples = _example_terms(terms)
-    arms = _seed_arms(terms)
-    two = any(d < 2 for _, _, d in arms)  # an arm of 2 seeds: 1 seed df
-    charge = [max(m - (TWO_SEED_MARGIN if two else RESIDUAL_MARGIN) * r, 0.0)
-              for m, r, _ in arms]
-    if not sum(charge) > 0:
-        return sum_terms(examples)[1] if examples else math.inf
-    # with an arm of 2 seeds the seed df are its 1 (a 2-seed arm looking calm must not lend
-    # the other arm's df: 2 vs 5 seeds was 1.50x alpha by the share merge)
-    df_seed = 1.0 if two else _merged_seed_df(charge, [d for _, _, d in arms])
-    if two:  # t_1 is so steep that any df above 1 undercovers unless the share is small
-        w0, w1 = TWO_SEED_SHARES
-        excess = sum(charge) / total_variance(terms) - w0
-        df = df_seed * (w1 - w0) / excess if excess > 0 else math.inf
-    else:
-        df = df_seed * total_variance(terms) / sum(charge)
-    return min([max(df, df_seed), *(t.df for t in examples)])
+def calibrated_df(terms: Sequence[Term], rule: DfRule = DEFAULT_RULE) -> float:
+    """The t interval's degrees of freedom (module docstring, df_rule.py): the seed terms'
+    df (several terms' merged by each one's share of the charge) divided by their charge's
+    share of V, the charge being each seed term less kappa times the residual noise it
+    holds; never below the seed df, never more than the fewest examples give (the smallest
+    example term's df). No charge left (seeds that do not vary, or not resampled): the
+    example terms' Satterthwaite df."""
+    return float(variance_and_df(*_rule_inputs(terms), rule)[1])
 
 
-# The df rule's constants as tail_calibration.Reduced carries them to its vectorised plug-in.
-TAIL_RULES = (RESIDUAL_MARGIN, SEED_FLOOR, TWO_SEED_MARGIN, TWO_SEED_FLOOR, *TWO_SEED_SHARES)
 PLAIN_FROM_SEED_DF = 19  # from 20 seeds the plug-in t holds at every level by quadrature
 # (worst P(p <= a) / a at a = 4.27e-5: 1.81 at 10 seeds, 1.03 at 15, 1.00 at 20)
 
@@ -324,7 +294,7 @@ def reduced(terms: Sequence[Term]) -> tail_calibration.Reduced | None:
     if not (r > 0 and x > 0):
         return None
     return tail_calibration.Reduced(float(k), float(f), float(min(t.df for t in examples)),
-                                    (x - r) / r, TAIL_RULES)
+                                    (x - r) / r, DEFAULT_RULE)
 
 
 def half_width(terms: Sequence[Term], ci: float) -> float:

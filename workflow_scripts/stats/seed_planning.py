@@ -155,8 +155,7 @@ def decisions(terms_n: Sequence[Term], seed_values: np.ndarray, distance: np.nda
     x = sum(t.coef * t.ms for t in examples)
     cap = min((t.df for t in examples), default=math.inf)
     no_charge = cal.sum_terms(examples)[1] if examples else math.inf
-    rule = tail_calibration.Reduced(min(a[2] for a in arms), no_charge, cap, 0.0,
-                                    cal.TAIL_RULES)
+    rule = tail_calibration.Reduced(min(a[2] for a in arms), no_charge, cap, 0.0)
     var, df = tail_calibration.plug_in_arms(list(seed_values.T), [a[1] for a in arms],
                                             [a[2] for a in arms], x, rule)
     level = tail_calibration.calibrated_level((1 - ci) / 2, cal.reduced(terms_n))

@@ -41,9 +41,9 @@ level (calibrated.PLAIN_FROM_SEED_DF). Not calibrated here (p and interval as ca
 gives them): a statistic with one axis resampled (then it is exactly Student's t, or the
 example part alone, which has tens to hundreds of df).
 
-Imports numpy and scipy only; calibrated.py passes its rule's constants in `Reduced.rules`
-(tests/test_tail_calibration.py checks the plug-in against calibrated.total_variance and
-calibrated_df).
+Imports numpy and scipy only. The plug-in is df_rule.variance_and_df, the rule calibrated.py
+applies, with the rule a `Reduced` carries (tests/test_tail_calibration.py checks the plug-in
+against calibrated.total_variance and calibrated_df).
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import special, stats
+
+from workflow_scripts.stats.df_rule import DEFAULT_RULE, DfRule, variance_and_df
 
 __all__ = ["Reduced", "calibrated_level", "calibrated_p", "exact_rates", "exact_rates_arms",
            "plug_in", "plug_in_arms", "reject_rate"]
@@ -74,15 +76,13 @@ class Reduced:
     f: float  # the example terms' Satterthwaite df
     cap: float  # the smallest example term's df
     rho: float  # (X - r) / r, the example variance in units of the seed x example noise
-    # calibrated.py's (RESIDUAL_MARGIN, SEED_FLOOR, TWO_SEED_MARGIN, TWO_SEED_FLOOR,
-    # *TWO_SEED_SHARES)
-    rules: tuple[float, ...] = (0.1, 0.5, 0.0, 0.1, 0.1, 0.3)
+    rule: DfRule = DEFAULT_RULE  # the df rule whose plug-in p is calibrated
 
 
 def plug_in(M, X, r, red: Reduced):
     """calibrated.total_variance and calibrated_df for one seed term M (holding r) and the
-    example part X, vectorised over arrays (red: k, f, cap and the rule's constants): the
-    one-term case of plug_in_arms."""
+    example part X, vectorised over arrays (red: k, f, cap and the rule): the one-term case
+    of plug_in_arms."""
     return plug_in_arms([M], [r], [red.k], X, red)
 
 
@@ -114,9 +114,9 @@ def reject_rate(levels, seed_ratio: float, red: Reduced,
 
 
 @functools.lru_cache(maxsize=256)
-def _table(k: float, f: float, cap: float, log10_rho: float, rules: tuple) -> np.ndarray:
+def _table(k: float, f: float, cap: float, log10_rho: float, rule: DfRule) -> np.ndarray:
     """log10 G at LOG10_LEVELS: the largest rejection rate over the seed nuisance."""
-    red = Reduced(k, f, cap, 10.0**log10_rho, rules)
+    red = Reduced(k, f, cap, 10.0**log10_rho, rule)
     levels = 10.0**LOG10_LEVELS
     worst = levels.copy()  # E[M] -> infinity: the plug-in is Student's t_k, exact
     for ratio in SEED_NUISANCE:
@@ -137,7 +137,7 @@ def _key(red: Reduced) -> tuple[float, float, float, list[float]]:
 
 def _worst_table(red: Reduced) -> np.ndarray:
     k, f, cap, rhos = _key(red)
-    return np.max([_table(k, f, cap, round(x, 6), tuple(red.rules)) for x in rhos], axis=0)
+    return np.max([_table(k, f, cap, round(x, 6), red.rule) for x in rhos], axis=0)
 
 
 def calibrated_p(p: float, red: Reduced | None) -> float:
@@ -176,7 +176,7 @@ def exact_rates(level: float, seed_ratio: float, red: Reduced) -> tuple[float, f
     reported = 0.0
     for xj, pj in zip(wx, px, strict=True):  # the reported p's level depends on X seen
         x = ex * xj
-        seen = Reduced(red.k, red.f, red.cap, x - 1.0, red.rules)
+        seen = Reduced(red.k, red.f, red.cap, x - 1.0, red.rule)
         var, df = plug_in(seed_ratio * wm, x, 1.0, seen)
         q = special.stdtrit(df, 1 - calibrated_level(level, seen))
         reported += pj * float(np.sum(pm * special.ndtr(-q * np.sqrt(var / (seed_ratio + ex
@@ -187,27 +187,8 @@ def exact_rates(level: float, seed_ratio: float, red: Reduced) -> tuple[float, f
 def plug_in_arms(ms, rs, ks, X, red: Reduced):
     """calibrated.total_variance and calibrated_df for several seed terms (unpaired arms, or
     a borrowed seed term beside the random arm's: ms, rs, ks per term, broadcastable arrays)
-    and the example part X, vectorised; red gives f, cap and the rule's constants."""
-    kappa, floor, two_kappa, two_floor, w0, w1 = red.rules
-    two = min(ks) < 2
-    c = two_floor if two else floor
-    var = X + sum(np.maximum(m, c * r) - r for m, r in zip(ms, rs, strict=True))
-    var = np.maximum(np.maximum(var, sum(ms)), np.maximum(c * X, 0.0))
-    charges = [np.maximum(m - (two_kappa if two else kappa) * r, 0.0) * np.ones_like(var)
-               for m, r in zip(ms, rs, strict=True)]
-    total = sum(charges)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if two:  # calibrated_df: the 2-seed arm's 1 df, whatever the other arms'
-            df_seed = np.ones_like(var)
-            excess = total / var - w0
-            df = np.where(excess > 0, df_seed * (w1 - w0) / excess, np.inf)
-        else:  # calibrated._merged_seed_df: each term's df over its share, the smallest
-            df_seed = np.maximum(np.min([np.where(ch > 0, k * total / ch, np.inf)
-                                         for ch, k in zip(charges, ks, strict=True)], axis=0),
-                                 min(ks))
-            df = df_seed * var / total
-    df = np.where(total > 0, np.minimum(np.maximum(df, df_seed), red.cap), red.f)
-    return var, df
+    and the example part X, vectorised; red gives f, cap and the rule."""
+    return variance_and_df(ms, rs, ks, X, red.f, red.cap, red.rule)
 
 
 def exact_rates_arms(levels, seed_ratios, rs, ks, red: Reduced,
@@ -230,7 +211,7 @@ def exact_rates_arms(levels, seed_ratios, rs, ks, red: Reduced,
     reported = np.zeros(len(levels))
     for xj, pj in zip(wx, px, strict=True):
         x = (red.rho + 1.0) * xj
-        seen = Reduced(red.k, red.f, red.cap, x - 1.0, red.rules)
+        seen = Reduced(red.k, red.f, red.cap, x - 1.0, red.rule)
         var, df = statistic(ms, list(rs), list(ks), x, seen)
         scale = np.sqrt(var / v_true)[..., None]
         cal_levels = np.array([calibrated_level(a, seen) for a in levels])
