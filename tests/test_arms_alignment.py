@@ -23,13 +23,13 @@ def test_same_size_different_queries_are_not_paired_silently():
     assert a.query_ids["b1"] == ("q1", "q2", "q3")
     with pytest.raises(contracts.DataError, match=r"r/top1 vs r/top2 on b1: query 'q3' is "
                        r"evaluated for r/top1 only \(2 ids differ\)"):
-        arms.design_for(a, b)
+        arms.check_aligned(a, b)
 
 
 def test_aligned_queries_pass():
     df = pd.concat([_evals(1, ["q2", "q1"]), _evals(2, ["q1", "q2"])])
     built = arms.build_arms(df, "ndcg@10")
-    assert arms.design_for(built[("r", "top", 1)], built[("r", "top", 2)]) == "paired"
+    arms.check_aligned(built[("r", "top", 1)], built[("r", "top", 2)])
 
 
 def test_trained_vs_base_p_is_two_sided_like_its_ci():

@@ -94,8 +94,10 @@ def test_claims_borrow_or_say_the_noise_is_unknown():
 
 def test_stats_stage_rows_are_the_borrowed_interval():
     """The stats stage's 3-vs-1 rows: single-baseline with the one-seed arm fixed (either
-    side), the joint row the calibrated interval with the borrowed terms (whose coverage the
-    test above checks), the examples-only row labelled conditional on the one seed."""
+    side), the joint row the calibrated interval with the terms borrowed from the study's
+    other multi-seed arms (whose coverage the test above checks; the compared 3-seed arm
+    stays out: its seed term is already in the test), the examples-only row labelled
+    conditional on the one seed."""
     from workflow_scripts.biencoder import stats
     from workflow_scripts.core.arms import Arm
     from workflow_scripts.core.settings import Stats
@@ -106,19 +108,18 @@ def test_stats_stage_rows_are_the_borrowed_interval():
             ("three", "top", 1): Arm("three", "top", 1, (1, 2, 3), {"b1": b3}),
             **{(f"r{i}", "top", 1): Arm(f"r{i}", "top", 1, (1, 2, 3), {"b1": x})
                for i, x in enumerate(rest)}}
-    pool = stats.borrowed_pool(arms)
     s = Stats.from_json('{"nboot": 100, "seed": 0}')
-    terms = borrowed_terms([b3, *rest])
+    terms = borrowed_terms(rest)  # the compared arms left out
     want = cal.compare(a1[0], b3, design="single-baseline", borrowed=terms)
     for one_is_b in (False, True):
         x, y = arms[("one", "top", 1)], arms[("three", "top", 1)]
-        rows = stats.compare_arms("recipe", *((y, x) if one_is_b else (x, y)), s, pool=pool)
+        rows = stats.compare_arms("recipe", *((y, x) if one_is_b else (x, y)), s, study=arms)
         joint = next(r for r in rows if r["resample"] == "seeds,examples")
         sign = -1 if one_is_b else 1
         assert joint["design"] == "single-baseline"
         assert sorted((sign * joint["ci_low"], sign * joint["ci_high"])) == pytest.approx(
             [want.ci_low, want.ci_high])
-        assert "borrowed" in joint["seed_noise"] and "(6 df)" in joint["seed_noise"]
+        assert "borrowed" in joint["seed_noise"] and "(4 df)" in joint["seed_noise"]
         ablation = next(r for r in rows if r["resample"] == "examples")
         assert ablation["seed_noise"].startswith("conditional on the one seed of one/top1")
 
@@ -138,7 +139,7 @@ def test_results_md_names_the_assumption_beside_the_row():
             ("r0", "top", 1): Arm("r0", "top", 1, (1, 2, 3), {"b1": rest[0]})}
     s = Stats.from_json('{"nboot": 100, "seed": 0}')
     rows = stats.compare_arms("recipe", arms[("b32_20k", "top", 1)],
-                              arms[("b32_80k", "top", 1)], s, pool=stats.borrowed_pool(arms))
+                              arms[("b32_80k", "top", 1)], s, study=arms)
     import pandas as pd
 
     md = results.comparison_section(pd.DataFrame(rows).assign(metric="ndcg@10"))
@@ -207,7 +208,7 @@ def test_a_ratio_members_planner_scales_the_borrowed_terms_as_its_test():
     """b - rho * a with a one-seed arm a: the test scales a's borrowed seed terms by rho^2
     (the fixed arm is rho * a), and the seed planner must plan with those same terms, not
     the unscaled ones (which, at rho = 3, understate the seed noise ninefold)."""
-    from workflow_scripts.claims import decide
+    from workflow_scripts.claims import contrast
     from workflow_scripts.stats import seed_planning
 
     rng = np.random.default_rng(7)
@@ -216,10 +217,10 @@ def test_a_ratio_members_planner_scales_the_borrowed_terms_as_its_test():
     b = 3 * examples + rng.normal(0, 0.05, (3, 1)) + rng.normal(0, 0.01, (3, 200))
     donors = [examples + rng.normal(0, 0.05, (3, 1)) + rng.normal(0, 0.01, (3, 200))]
     borrowed = borrowed_terms(donors)
-    c = decide.Contrast(a, b, "single-baseline", {"borrowed": borrowed}, ("seeds", "examples"),
-                        [])
+    c = contrast.Contrast(a, b, "single-baseline", {"borrowed": borrowed},
+                          ("seeds", "examples"), [])
     rho, margin = 3.0, 0.05
-    tested = decide._kwargs(c, rho)["borrowed"]
+    tested = contrast.kwargs_at(c, rho)["borrowed"]
     assert [t.coef for t in tested] == pytest.approx([t.coef * rho**2 for t in borrowed])
     terms = cal.compare(*c.sides(rho), design="single-baseline", ci=0.95,
                                resample=c.resample, borrowed=tested).terms
@@ -227,7 +228,7 @@ def test_a_ratio_members_planner_scales_the_borrowed_terms_as_its_test():
     unscaled = cal.compare(*c.sides(rho), design="single-baseline", ci=0.95,
                                   resample=c.resample, borrowed=borrowed).terms
     assert want is not None and want != seed_planning.seeds_for_margin(unscaled, margin, 0.95)
-    plan = decide.seeds_needed((c, rho, margin), 0.95)
+    plan = contrast.seeds_needed((c, rho, margin, "calibrated"), 0.95)
     assert plan["seeds_at_margin"] == float(max(want, 4))  # more than the 3 seeds now
     assured = seed_planning.seeds_for_assurance(terms, margin, 0.95)
     assert assured.seeds != seed_planning.seeds_for_assurance(unscaled, margin, 0.95).seeds

@@ -80,13 +80,20 @@ def test_planted_training_effect_is_detected_with_its_interval(tables):
 
 
 def test_designs_follow_the_seeds():
-    a = stats.Arm("x", "top", 1, (1, 2), {})
-    assert stats.design_for(a, stats.Arm("y", "top", 1, (1, 2), {})) == "paired"
-    assert stats.design_for(a, stats.Arm("y", "top", 1, (3, 4), {})) == "unpaired"
-    one = stats.Arm("y", "top", 1, (42,), {})
-    assert stats.design_for(one, a) == "single-baseline"
-    base = stats.Arm("base", "top", 1, (-1,), {})
-    assert stats.design_for(base, stats.Arm("base", "top", 2, (-1,), {})) == "paired"
+    from workflow_scripts.stats import design
+
+    assert design.choose((1, 2), (2, 1)).name == "paired"
+    assert design.choose((1, 2), (3, 4)) == design.Design(
+        "unpaired", False, (("seeds", "examples"), ("seeds",), ("examples",)), False)
+    assert design.choose((42,), (1, 2)) == design.Design(
+        "single-baseline", False, (("seeds", "examples"), ("seeds",), ("examples",)), True)
+    # a one-seed b is the fixed side, compared as (-b) - (-a)
+    assert design.choose((1, 2, 3), (42,)).swap and design.choose((1, 2, 3), (42,)).borrow
+    # the untrained base has no seed noise to borrow; two one-seed sides cannot borrow
+    assert not design.choose((-1,), (1, 2), (False, True)).borrow
+    assert design.choose((7,), (8,)).axes == (("examples",),)
+    assert not design.choose((7,), (8,)).borrow
+    assert design.choose((-1,), (-1,)).name == "paired"
 
 
 def test_missing_seed_query_is_an_error(tmp_path):

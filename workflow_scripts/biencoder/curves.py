@@ -36,10 +36,10 @@ import numpy as np
 import pandas as pd
 
 from workflow_scripts.core import contracts
-from workflow_scripts.core.arms import Arm, build_arms, design_for, load_evals
+from workflow_scripts.core.arms import Arm, build_arms, check_aligned, load_evals
 from workflow_scripts.core.contracts import ALL, BASE, base_strategy
 from workflow_scripts.core.settings import Curves
-from workflow_scripts.stats import intervals
+from workflow_scripts.stats import design, intervals
 from workflow_scripts.stats import multibootstrap as mb
 
 
@@ -175,14 +175,12 @@ def _change(points, by_step, estimate, s: Curves, threads) -> dict:
                 "interval": s.interval, "design": "none", "resample": "", "ci": s.ci,
                 "mb_ci_low": 0.0, "mb_ci_high": 0.0, "mb_p_value": np.nan, "nboot": s.nboot,
                 "alternative": "two-sided", "threshold": 0.0}
-    design = design_for(a, b)
-    n_resampled = (len(b.seeds),) if design == "single-baseline" else (len(a.seeds),
-                                                                       len(b.seeds))
-    seeds_kw = {} if design == "single-baseline" else {"seeds_a": a.seeds, "seeds_b": b.seeds}
+    check_aligned(a, b)
+    d = design.choose(a.seeds, b.seeds)  # steps of one recipe: trained on both sides
     return {**row, **intervals.compare(
-        by_step[best], by_step[-1], method=s.interval, design=design, alternative="two-sided",
-        ci=s.ci, resample=intervals.axes_for(*n_resampled)[0], nboot=s.nboot, seed=s.seed,
-        threads=threads, **seeds_kw)}
+        *d.sides(by_step[best], by_step[-1]), method=s.interval, design=d.name,
+        alternative="two-sided", ci=s.ci, resample=d.axes[0], nboot=s.nboot, seed=s.seed,
+        threads=threads, **d.seeds_kw(a.seeds, b.seeds))}
 
 
 def run(eval_paths, out_dir, s: Curves, grid: dict, threads: int | None = None

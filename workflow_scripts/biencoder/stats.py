@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from workflow_scripts.core import contracts
-from workflow_scripts.core.arms import Arm, build_arms, design_for, grid_gaps, load_evals
+from workflow_scripts.core.arms import Arm, build_arms, check_aligned, grid_gaps, load_evals
 from workflow_scripts.core.contracts import (
     ALL,
     BASE,
@@ -49,9 +49,8 @@ from workflow_scripts.core.contracts import (
     base_strategy,
 )
 from workflow_scripts.core.settings import Stats
-from workflow_scripts.stats import borrowed_seeds, intervals
+from workflow_scripts.stats import borrowed_seeds, design, intervals
 from workflow_scripts.stats import multibootstrap as mb
-from workflow_scripts.stats.borrowed_seeds import borrowed_terms
 
 
 def _groups(arm_scores: dict) -> list[tuple[str, object]]:
@@ -141,71 +140,53 @@ def strategy_kind(s_a: str, s_b: str) -> tuple[str, str, str]:
     return "strategy", s_a, s_b
 
 
-def borrowed_pool(arms: dict) -> dict:
-    """Benchmark group -> a one-seed arm's borrowed seed terms (stats/borrowed_seeds.py),
-    pooled over the arms with >= 2 seeds; {} when none has 2 seeds."""
-    groups: dict = {}
-    for arm in arms.values():
-        if len(arm.seeds) >= 2:
-            for bench, scores in _groups(arm.scores):
-                groups.setdefault(bench, []).append(scores)
-    return {bench: borrowed_terms(x) for bench, x in groups.items()}
-
-
 def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None,
-                 pool: dict | None = None) -> list[dict]:
-    """The comparison rows of b - a. A trained one-seed arm against a multi-seed one is
-    single-baseline with that arm fixed and, given `pool` (borrowed_pool), its seed noise
-    borrowed; `seed_noise` names the assumption, or says the noise is unknown or that a row
-    is conditional on the one seed (the examples-only ablation)."""
-    design = design_for(a, b)
+                 study: dict | None = None) -> list[dict]:
+    """The comparison rows of b - a, designed by stats/design.py as the claims' are. A
+    trained one-seed arm against a multi-seed one is single-baseline with that arm fixed
+    and, given the `study`'s arms, its seed noise borrowed from the others
+    (design.borrowed_pool); `seed_noise` names the assumption, or says the noise is unknown
+    or that a row is conditional on the one seed (the examples-only ablation)."""
+    check_aligned(a, b)
+    d = design.choose(a.seeds, b.seeds, (a.recipe != BASE, b.recipe != BASE))
     alternative = "two-sided"  # the p matches the two-sided CI beside it (also vs the base)
     one = [x for x in (a, b) if len(x.seeds) == 1 and x.recipe != BASE]
-    borrow = pool is not None and len(one) == 1 and max(len(a.seeds), len(b.seeds)) >= 2
-    swap = borrow and one[0] is b  # -b is the fixed arm: (-a) - (-b) = b - a
-    if borrow:
-        design = "single-baseline"
-    n_resampled = ((len(a.seeds) if swap else len(b.seeds),) if design == "single-baseline"
-                   else (len(a.seeds), len(b.seeds)))
-    axes = intervals.axes_for(*n_resampled)  # the first (widest) also gets the TOST
-    seeds_kw = {} if design == "single-baseline" else {"seeds_a": a.seeds, "seeds_b": b.seeds}
+    study = study or {}
+    counts = {k: len(x.seeds) for k, x in study.items()}
+    compared = [(x.recipe, x.strategy, x.depth) for x in (a, b)]  # the study's keys
     rows = []
     for (bench, sa), (_, sb) in zip(_groups(a.scores), _groups(b.scores), strict=True):
-        terms = pool.get(bench, []) if borrow else []
-        if swap:
-            sa, sb = _negate(sb), _negate(sa)
-        for resample in axes:
-            common = dict(method=s.interval, design=design, resample=resample, nboot=s.nboot,
-                          seed=s.seed, threads=threads, **seeds_kw)
+
+        def layout(key, bench=bench):
+            return dict(_groups(study[key].scores))[bench]
+
+        terms = design.borrowed_pool(counts, compared, layout) if one else []
+        sa, sb = d.sides(sa, sb)
+        for resample in d.axes:
+            common = dict(method=s.interval, design=d.name, resample=resample, nboot=s.nboot,
+                          seed=s.seed, threads=threads, **d.seeds_kw(a.seeds, b.seeds))
+            borrowed = terms if d.borrow and "seeds" in resample else []
             row = {"kind": kind, "a": a.label, "b": b.label, "recipe_a": a.recipe,
                    "recipe_b": b.recipe, "strategy": a.strategy, "strategy_b": b.strategy,
                    "depth_a": a.depth,
                    "depth_b": b.depth, "benchmark": bench,
                    **intervals.compare(sa, sb, alternative=alternative, ci=s.ci,
-                                       borrowed=terms if "seeds" in resample else (),
-                                       **common)}
+                                       borrowed=borrowed, **common)}
             if one:
-                row["seed_noise"] = _seed_noise(one, (pool or {}).get(bench, []),
-                                                borrow and "seeds" in resample)
-            if resample == axes[0]:
+                row["seed_noise"] = borrowed_seeds.caveat(", ".join(x.label for x in one),
+                                                          terms, bool(borrowed))
+            if resample == d.axes[0]:  # the widest also gets the TOST
                 row.update(intervals.equivalence(sa, sb, epsilon=s.equivalence_epsilon,
-                                                 alpha=(1 - s.ci) / 2, borrowed=terms,
-                                                 **common))
+                                                 alpha=intervals.alpha_of(s.ci),
+                                                 borrowed=borrowed, **common))
             rows.append(row)
     return rows
 
 
-def _negate(scores):
-    return {k: -v for k, v in scores.items()} if isinstance(scores, dict) else -scores
-
-
-def _seed_noise(one: list[Arm], terms: list, borrowed: bool) -> str:
-    """What a row with a one-seed arm assumes (borrowed_seeds.caveat), or that it is
-    conditional on that seed (an ablation, or no seed axis to add the noise to)."""
-    labels = ", ".join(x.label for x in one)
-    if terms and not borrowed:
-        return f"conditional on the one seed of {labels}: its seed noise is not included"
-    return borrowed_seeds.caveat(labels, terms)
+def comparison_rows(arms: dict, pairs, s: Stats, threads: int | None = None) -> list[dict]:
+    """The rows of every comparison in `pairs` (comparison_pairs) of the study's `arms`."""
+    return [row for kind, ka, kb in pairs
+            for row in compare_arms(kind, arms[ka], arms[kb], s, threads, arms)]
 
 
 def variance_table(arms: dict, s: Stats, threads: int | None = None) -> pd.DataFrame:
@@ -287,9 +268,7 @@ def run(eval_paths, out_dir, s: Stats, *, budget_order=(), threads: int | None =
     hits = {k: {b: x.astype(bool) for b, x in a.scores.items()}
             for k, a in build_arms(df_hit, "top1").items()}
     pairs = comparison_pairs(arms, list(budget_order))
-    pool = borrowed_pool(arms)
-    comparisons = [row for kind, ka, kb in pairs
-                   for row in compare_arms(kind, arms[ka], arms[kb], s, threads, pool)]
+    comparisons = comparison_rows(arms, pairs, s, threads)
     tables = {
         "ci": ci_table(arms, s, threads),
         "seeds": seed_table(arms),

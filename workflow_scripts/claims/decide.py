@@ -6,11 +6,10 @@ is. By the intersection-union principle each member's own level-alpha test alrea
 error of "supported" at alpha, so the support side takes no correction (`p_support_holm` is
 `p_support`); "refuted" needs one member refuted, a union, and keeps Holm's correction.
 
-Every estimate is a linear contrast that stats/intervals.compare tests, so each design and
-both interval methods serve every kind:
-  difference            metric(b) - metric(a), designed as the stats stage does (paired on
-                        shared seeds; single-baseline when a side has one seed, that side
-                        fixed and a caveat on its row; else unpaired)
+Every estimate is a linear contrast that stats/intervals.compare tests (claims/contrast.py),
+so each design and both interval methods serve every kind:
+  difference            metric(b) - metric(a), designed as the stats stage does
+                        (stats/design.py)
   mean                  metric(b) against a fixed arm of zeros (design "one arm (mean)")
   difference_of_diffs   (b - a) on one benchmark minus on another: the stratified mean of the
                         two benchmarks' arrays scaled by +2 and -2 (the stratified mean is
@@ -20,31 +19,27 @@ both interval methods serve every kind:
                         contrast's interval just reaches 0
 Latency claims: claims/latency.py; a learning curve's onset: claims/onset.py.
 
-Tests at level alpha = (1 - ci) / 2 one-sided, so a single claim is decided exactly when its
-ci interval lies on one side of the threshold.
+Tests at level alpha = intervals.alpha_of(ci) = (1 - ci) / 2 one-sided, so a single claim is
+decided exactly when its ci interval lies on one side of the threshold.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
+from workflow_scripts.claims.contrast import Contrast, compare, contrast, fieller, seeds_needed
 from workflow_scripts.claims.data import Data, MissingInput
 from workflow_scripts.claims.latency import decide_latency
 from workflow_scripts.claims.onset import decide_onset
-from workflow_scripts.claims.spec import ALL_BENCHMARKS, Claim, Member, arm_label
+from workflow_scripts.claims.spec import Claim, Member
 from workflow_scripts.core import notation
-from workflow_scripts.core.arms import check_aligned
-from workflow_scripts.core.contracts import BASE
 from workflow_scripts.core.settings import Claims
-from workflow_scripts.stats import borrowed_seeds, intervals, seed_planning
-from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import intervals, seed_planning
 
 COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "test",
            "threshold", "epsilon", "benchmark", "metric", "estimate", "ci_low", "ci_high", "ci",
@@ -73,140 +68,6 @@ class Options:
         return {"method": s.interval, "nboot": s.nboot, "ci": s.ci, "seed": s.seed}
 
 
-# ---------------------------------------------------------------------------------------
-# Inputs of one member: two sides of a contrast
-# ---------------------------------------------------------------------------------------
-def _map(x, f):
-    return {k: f(v) for k, v in x.items()} if isinstance(x, Mapping) else f(x)
-
-
-def _side(m: Member, data: Data, key) -> tuple[object, tuple]:
-    """(scores as the intervals module takes them, seed ids) of one arm of a member."""
-    if m.study == "ladder":
-        x, seeds = data.ladder[key]
-        return x, tuple(seeds)
-    arm = data.biencoder[m.metric][key]
-    if m.versus:  # +2 * benchmark, -2 * versus: their stratified mean is the difference
-        x = {m.benchmark: 2 * arm.scores[m.benchmark], m.versus: -2 * arm.scores[m.versus]}
-    elif m.benchmark == ALL_BENCHMARKS:
-        x = dict(arm.scores)
-    else:
-        x = arm.scores[m.benchmark]
-    return x, arm.seeds
-
-
-@dataclass
-class Contrast:
-    """b - rho * a as intervals.compare takes it, with the design the seeds allow."""
-
-    a: object
-    b: object
-    design: str
-    kwargs: dict
-    resample: tuple
-    caveats: list
-    swap: bool = False  # b has one seed: -b is the fixed baseline and -rho * a the arm
-
-    def sides(self, rho: float = 1.0) -> tuple:
-        a = self.a if rho == 1.0 else _map(self.a, lambda v: v * rho)
-        if self.swap:
-            return _map(self.b, np.negative), _map(a, np.negative)
-        return a, self.b
-
-    def mean_a(self) -> float:
-        x = self.a
-        return float(np.mean([v.mean() for v in x.values()]) if isinstance(x, Mapping)
-                     else x.mean())
-
-
-def contrast(m: Member, data: Data) -> Contrast:
-    if m.study == "biencoder" and m.a is not None:
-        arms = data.biencoder[m.metric]
-        check_aligned(arms[m.a], arms[m.b])
-    b, seeds_b = _side(m, data, m.b)
-    if m.a is None:  # a mean: against a fixed arm of zeros on the same examples
-        a, seeds_a = _map(b, lambda v: np.zeros((1, v.shape[-1]))), (None,)
-    else:
-        a, seeds_a = _side(m, data, m.a)
-    one_seed = [k for k, seeds in ((m.a, seeds_a), (m.b, seeds_b))
-                if k is not None and len(seeds) == 1 and k[0] != BASE]
-    # A trained one-seed arm's seed noise, borrowed from the study's multi-seed arms (the
-    # untrained base is one deterministic model: it has none).
-    borrowed = _borrowed(m, data) if one_seed and set(seeds_a) != set(seeds_b) else []
-    caveats = [borrowed_seeds.caveat(arm_label(m.study, k), borrowed) for k in one_seed]
-    if set(seeds_a) == set(seeds_b):
-        return Contrast(a, b, "paired", {"seeds_a": seeds_a, "seeds_b": seeds_b},
-                        intervals.axes_for(len(seeds_a))[0], caveats)
-    if len(seeds_a) == 1:
-        return Contrast(a, b, "single-baseline", {"borrowed": borrowed},
-                        intervals.axes_for(len(seeds_b))[0], caveats)
-    if len(seeds_b) == 1:
-        return Contrast(a, b, "single-baseline", {"borrowed": borrowed},
-                        intervals.axes_for(len(seeds_a))[0], caveats, swap=True)
-    return Contrast(a, b, "unpaired", {"seeds_a": seeds_a, "seeds_b": seeds_b},
-                    intervals.axes_for(len(seeds_a), len(seeds_b))[0], caveats)
-
-
-def _borrowed(m: Member, data: Data) -> list:
-    """The one-seed arm's borrowed seed terms: pooled over the study's arms of >= 2 seeds, in
-    the member's layout (borrowed_seeds.py); [] when the study has none (bi-encoder only)."""
-    if m.study != "biencoder":
-        return []
-    # The member's own arms stay out: the other arm's seed mean square is already a term of
-    # the test, and pooling it again would count its 2 df twice (df too high, p too small).
-    arms = [k for k, arm in data.biencoder[m.metric].items()
-            if len(arm.seeds) >= 2 and k not in (m.a, m.b)]
-    return borrowed_seeds.borrowed_terms(_side(m, data, k)[0] for k in arms)
-
-
-# ---------------------------------------------------------------------------------------
-# One member
-# ---------------------------------------------------------------------------------------
-def _kwargs(c: Contrast, rho: float) -> dict:
-    """The contrast's design options for b - rho * a: a one-seed arm's borrowed seed terms
-    scaled by rho^2 where the fixed arm is rho * a (the test and its planner alike)."""
-    kwargs = dict(c.kwargs)
-    if kwargs.get("borrowed") and rho != 1.0 and not c.swap:
-        kwargs["borrowed"] = [dataclasses.replace(t, coef=t.coef * rho**2)
-                              for t in kwargs["borrowed"]]
-    return kwargs
-
-
-def _compare(c: Contrast, opts: dict, alternative: str, threshold: float, threads,
-             rho: float = 1.0) -> dict:
-    a, b = c.sides(rho)
-    return intervals.compare(a, b, design=c.design, alternative=alternative,
-                             threshold=threshold, resample=c.resample, threads=threads,
-                             **opts, **_kwargs(c, rho))
-
-
-def _fieller(c: Contrast, opts: dict, estimate: float, threads) -> tuple[float, float]:
-    """The rho at which the interval of b - rho * a has 0 at its edge, below and above the
-    estimate (for a > 0 both edges fall as rho grows: the lower bound is where ci_low falls
-    to 0, the upper where ci_high does); infinite where no rho reaches it (a's mean not
-    clearly away from 0)."""
-
-    def edge(rho: float, col: str) -> float:
-        return _compare(c, opts, "greater", 0.0, threads, rho)[col]
-
-    bounds = []
-    for col, step in (("ci_low", -1.0), ("ci_high", 1.0)):
-        width, found = max(abs(estimate), 1e-3) * 0.05, None
-        for _ in range(30):
-            rho = estimate + step * width
-            if (edge(rho, col) < 0) == (col == "ci_high"):  # 0 left the interval: past it
-                found = rho
-                break
-            width *= 2
-        if found is None:
-            bounds.append(step * math.inf)
-            continue
-        lo, hi = sorted((estimate, found))
-        bounds.append(optimize.brentq(lambda r, col=col: edge(r, col), lo, hi,
-                                      xtol=1e-7 * max(1.0, abs(estimate))))
-    return bounds[0], bounds[1]
-
-
 def _add_caveat(row: dict, text: str) -> None:
     row["caveats"] = "; ".join(filter(None, [row.get("caveats", ""), text]))
 
@@ -216,14 +77,14 @@ def _p_values(m: Member, c: Contrast, opts: dict, threads, rho: float, g: dict,
     """p_support and p_refute of the member's test from its two one-sided comparisons."""
     if m.test == "equivalent":
         eq = intervals.equivalence(*c.sides(), epsilon=m.epsilon, design=c.design,
-                                   alpha=(1 - opts["ci"]) / 2, resample=c.resample,
+                                   alpha=intervals.alpha_of(opts["ci"]), resample=c.resample,
                                    threads=threads, method=opts["method"],
                                    nboot=opts["nboot"], seed=opts["seed"], **c.kwargs)
         # Refuted: |delta| > epsilon, the near side's test at its margin plus the far
         # side's at the other (refute_equivalence_p).
         positive = g["estimate"] >= 0
         near = (g if positive else less)["p_value"]
-        far = _compare(c, opts, "greater" if positive else "less",
+        far = compare(c, opts, "greater" if positive else "less",
                        -m.epsilon if positive else m.epsilon, threads, rho)["p_value"]
         return {"p_support": eq["equivalence_p"], "p_refute": refute_equivalence_p(near, far)}
     p = {"greater": g["p_value"], "less": less["p_value"]}
@@ -248,8 +109,8 @@ def decide_member(m: Member, data: Data, options: Options) -> dict:
     rho, at = (t, 0.0) if ratio else (1.0, t)
     # Equivalence is refuted beyond either margin: delta > epsilon or delta < -epsilon.
     above, below = (m.epsilon, -m.epsilon) if m.test == "equivalent" else (at, at)
-    g = _compare(c, opts, "greater", above, threads, rho)
-    less = _compare(c, opts, "less", below, threads, rho)
+    g = compare(c, opts, "greater", above, threads, rho)
+    less = compare(c, opts, "less", below, threads, rho)
     # A mean is tested as single-baseline against zeros; what a reader needs is "one arm".
     design = "one arm (mean)" if m.a is None else c.design
     row = {"interval": g["interval"], "design": design, "resample": g["resample"],
@@ -259,7 +120,7 @@ def decide_member(m: Member, data: Data, options: Options) -> dict:
     if ratio:
         mean_a = c.mean_a()
         row["estimate"] = (g["estimate"] + t * mean_a) / mean_a if mean_a else math.nan
-        row["ci_low"], row["ci_high"] = _fieller(c, opts, row["estimate"], threads)
+        row["ci_low"], row["ci_high"] = fieller(c, opts, row["estimate"], threads)
         row["mb_ci_low"] = row["mb_ci_high"] = math.nan  # Fieller with the main method only
     row.update(_p_values(m, c, opts, threads, rho, g, less))
     if m.test == "equivalent":
@@ -271,13 +132,13 @@ def decide_member(m: Member, data: Data, options: Options) -> dict:
         # same test with its borrowed seed sd doubled (variance x 4), for `fragile`.
         wide = dataclasses.replace(c, kwargs={**c.kwargs, "borrowed": [
             dataclasses.replace(t, coef=4 * t.coef) for t in c.kwargs["borrowed"]]})
-        g2 = _compare(wide, opts, "greater", above, threads, rho)
-        less2 = _compare(wide, opts, "less", below, threads, rho)
+        g2 = compare(wide, opts, "greater", above, threads, rho)
+        less2 = compare(wide, opts, "less", below, threads, rho)
         row["_doubled"] = _p_values(m, wide, opts, threads, rho, g2, less2)
-        low, high = (_fieller(wide, opts, row["estimate"], threads) if ratio
+        low, high = (fieller(wide, opts, row["estimate"], threads) if ratio
                      else (g2["ci_low"], g2["ci_high"]))
         _add_caveat(row, f"with the borrowed seed sd doubled: [{low:.4f}, {high:.4f}]")
-    row["_plan"] = (c, rho, margin)
+    row["_plan"] = (c, rho, margin, opts["method"])
     return row
 
 
@@ -288,30 +149,6 @@ def refute_equivalence_p(near: float, far: float) -> float:
     a symmetric pivot. The near side's p alone (or the smaller of the two sides') rejects
     up to 2 alpha where epsilon is small against the standard error."""
     return min(1.0, near + far)
-
-
-def seeds_needed(plan, ci: float) -> dict:
-    """The member's seed plan (seed_planning.seeds_for_assurance): seeds_needed, the fewest
-    seeds per arm that decide it in at least seed_planning.ASSURANCE of studies like this
-    one; seeds_share, the share decided there (or with unlimited seeds where none reaches
-    the assurance); seeds_at_margin, where the expected interval just reaches the threshold
-    (about a coin flip; NaN: the examples limit it, and seeds on demand stops there). NaN
-    where a count is not reached; every count is more seeds than now."""
-    c, rho, margin = plan
-    a, b = c.sides(rho)
-    nan = {"seeds_needed": math.nan, "seeds_share": math.nan, "seeds_at_margin": math.nan}
-    try:
-        r = cal.compare(a, b, design=c.design, ci=ci, resample=c.resample, **_kwargs(c, rho))
-    except ValueError:
-        return nan
-    assured = seed_planning.seeds_for_assurance(r.terms, margin, ci)
-    now = max((t.seeds for t in r.terms), default=0)
-
-    def count(n):  # undecided now: more than now
-        return math.nan if n is None else float(max(n, now + 1))
-
-    return {"seeds_needed": count(assured.seeds), "seeds_share": assured.share,
-            "seeds_at_margin": count(assured.at_margin)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -365,9 +202,9 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
     ci = {m.study: options.for_study(m.study)["ci"] if m.study not in ("latency", "curves")
           else options.settings.ci for m in claim.members}
     if alpha is None:
-        alpha = (1 - min(ci.values())) / 2
+        alpha = intervals.alpha_of(min(ci.values()))
     else:
-        ci = dict.fromkeys(ci, 1 - 2 * (plan_alpha or alpha))
+        ci = dict.fromkeys(ci, intervals.ci_of(plan_alpha or alpha))
     live = [i for i, r in enumerate(rows) if r.get("verdict") != "not-applicable"]
     adj = holm([rows[i].get("p_refute", math.nan) for i in live])
     for i, p in zip(live, adj, strict=True):
@@ -390,10 +227,10 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
         if r["verdict"] == "inconclusive" and plan is not None:
             # supported needs every member at alpha (intersection-union), refuted one member
             # at Holm's first level alpha / m: a member leaning to refute is planned there
-            level = 1 - ci[m.study]
+            level = intervals.alpha_of(ci[m.study])
             if len(live) > 1 and r.get("p_refute", math.nan) < r.get("p_support", math.nan):
                 level /= len(live)
-            r.update(seeds_needed(plan, 1 - level))
+            r.update(seeds_needed(plan, intervals.ci_of(level)))
             if math.isnan(r["seeds_at_margin"]):  # a finite count: render says it
                 r["note"] = (f"seeds to settle it: {notation.UNREACHABLE} (the examples "
                              "limit it)")

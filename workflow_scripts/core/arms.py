@@ -99,15 +99,3 @@ def check_aligned(a: Arm, b: Arm) -> None:
             raise contracts.DataError(
                 f"{a.label} vs {b.label} on {bench}: query {qid!r} is evaluated for {side} "
                 f"only ({len(only)} ids differ); comparisons align queries by id")
-
-
-def design_for(a: Arm, b: Arm) -> str:
-    """Paired where the arms share their seeds, single-baseline where `a` is one model (the
-    untrained base, or a one-seed recipe), else unpaired. The arms' queries must align
-    (`check_aligned`)."""
-    check_aligned(a, b)
-    if set(a.seeds) == set(b.seeds):
-        return "paired"
-    if len(a.seeds) == 1:
-        return "single-baseline"
-    return "unpaired"

@@ -4,9 +4,15 @@ module of the workflow), so it works in a notebook: docs/statistics.md, docs/mul
 
 The public modules, each the one import path of its functions:
   intervals       the front the stats stages and the claims call: `mean`, `compare`,
-                  `equivalence`, `seeds_needed`, `axes_for`, by interval method
+                  `equivalence`, `seeds_needed`, `seeds_to_settle`, `axes_for`, by
+                  interval method; `alpha_of` / `ci_of`, a CI level's one-sided alpha
+  design          how two arms are compared (`choose`: paired, unpaired, single-baseline,
+                  the fixed side, the axes, borrowing) and a one-seed arm's borrowed terms
+                  (`borrowed_pool`, the compared arms left out)
   calibrated      the calibrated interval for few seeds (default): `mean_interval`,
                   `compare`, `equivalence`, `variance_components`, its variance terms
+  df_rule         its variance estimate and df from the mean squares, vectorised: `DfRule`,
+                  `DEFAULT_RULE`, `variance_and_df`
   multibootstrap  the Multi-Bootstrap (the reference): `bootstrap_mean`, `compare`,
                   `equivalence`, `variance_parts`, `seeds_needed`, `instance_agreement`
   seed_planning   seeds for a half-width, a margin or a difference (the calibrated t)

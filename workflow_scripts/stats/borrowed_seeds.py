@@ -58,8 +58,12 @@ def borrowed_terms(multi_seed_arms: Iterable) -> list[Term]:
                  df, 1, ARM)]
 
 
-def caveat(label: str, terms: list[Term]) -> str:
-    """The assumption a row with a borrowed seed term rests on, or that the noise is unknown."""
+def caveat(label: str, terms: list[Term], included: bool = True) -> str:
+    """The assumption a row with a one-seed arm rests on: its seed noise borrowed (`terms`,
+    included in the row's interval), unknown (no arm to borrow from), or left out
+    (`included` False: a row that resamples no seeds, or a design that cannot add it)."""
+    if terms and not included:
+        return f"conditional on the one seed of {label}: its seed noise is not included"
     if not terms:
         return (f"seed noise of {label} unknown: one seed and no arm with 2 seeds; the interval "
                 "is conditional on that one seed")

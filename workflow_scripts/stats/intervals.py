@@ -23,6 +23,17 @@ INTERVALS = ("calibrated", "multibootstrap")
 JOINT, SEEDS_ONLY, EXAMPLES_ONLY = ("seeds", "examples"), ("seeds",), ("examples",)
 
 
+def alpha_of(ci: float) -> float:
+    """The one-sided level of a two-sided interval at level ci: (1 - ci) / 2. Every test the
+    stages and the claims decide at a CI's level takes its alpha from here."""
+    return (1 - float(ci)) / 2
+
+
+def ci_of(alpha: float) -> float:
+    """The two-sided interval level whose one-sided level is alpha (alpha_of's inverse)."""
+    return 1 - 2 * float(alpha)
+
+
 def axes_for(*n_resampled_seeds: int) -> list[tuple[str, ...]]:
     """The resampling schemes possible for arms whose random-seed sides have these seed counts:
     joint, then the two one-axis ablations; examples only when a side has one seed."""
@@ -91,3 +102,19 @@ def seeds_needed(scores, *, method: str, **targets) -> dict[str, Any]:
     _check(method)
     planner = seed_planning.seeds_needed if method == "calibrated" else mb.seeds_needed
     return planner(scores, **targets)
+
+
+def seeds_to_settle(a, b, *, method: str, margin: float, ci: float, design: str,
+                    resample: Sequence[str], borrowed: Sequence = (), **seeds
+                    ) -> dict[str, Any]:
+    """The seed plan of a test of b - a whose estimate lies `margin` from its threshold
+    (seed_planning.seeds_for_assurance at level ci): seeds (None: not reached), share,
+    at_margin, and seeds_now (the most seeds a term has now). Both methods plan with the
+    calibrated statistic's variance terms: the Multi-Bootstrap has no planner for a test
+    (its seeds_needed sizes a half-width or a delta with normal quantiles)."""
+    _check(method)
+    r = cal.compare(a, b, design=design, ci=ci, resample=resample, borrowed=borrowed,
+                    **seeds)
+    assured = seed_planning.seeds_for_assurance(r.terms, margin, ci)
+    return {"seeds": assured.seeds, "share": assured.share, "at_margin": assured.at_margin,
+            "seeds_now": max((t.seeds for t in r.terms), default=0)}

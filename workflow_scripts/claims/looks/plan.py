@@ -9,7 +9,7 @@ claims' statistics, so that recording it at run start stays light.
 from __future__ import annotations
 
 from workflow_scripts.claims.looks import arms as look_arms
-from workflow_scripts.stats import look_plan, sequential
+from workflow_scripts.stats import intervals, look_plan, sequential
 
 
 def plan(ci: float, adaptive_cfg: dict, claims: list, recipe_seeds: dict,
@@ -18,7 +18,7 @@ def plan(ci: float, adaptive_cfg: dict, claims: list, recipe_seeds: dict,
     first = look_arms.start(look_arms.driving(claims, adaptive_cfg), recipe_seeds)
     seeds = look_plan.plan_looks(first, adaptive_cfg["max_seeds"], adaptive_cfg.get("step"),
                                  adaptive_cfg.get("looks"))
-    return seeds, sequential.look_alphas(seeds, (1 - ci) / 2, adaptive_cfg["spending"])
+    return seeds, sequential.look_alphas(seeds, intervals.alpha_of(ci), adaptive_cfg["spending"])
 
 
 def record(ci: float, adaptive_cfg: dict, claims: list, recipe_seeds: dict) -> dict:
