@@ -1,6 +1,6 @@
 """Small p-values valid at few seeds (stats/tail_calibration.py): its plug-in is calibrated.py's
 statistic, the reported p is valid at the levels the claims spend where the plug-in is not,
-and the interval is the calibrated test inverted. Fast versions of bench/tail_levels.py."""
+and the interval is the calibrated test inverted. Fast versions of validation/tail_levels.py."""
 
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ def test_two_seed_terms_plug_in_is_calibrated_py_s_and_is_tail_calibrated():
 def test_several_seed_terms_merge_by_each_one_s_share():
     """An arm carrying the charge alone keeps its own df; equal charges of 3-seed arms give
     the pooled 4; a 10:1 split 2.2 (Welch 1947 gave 6 and 2.8 there, and the p calibrated
-    with the smallest df was above its level: docs/statistics.md)."""
+    with the smallest df was above its level: docs/methods.md)."""
     assert cal._merged_seed_df([1.0, 0.0], [2, 2]) == pytest.approx(2.0)
     assert cal._merged_seed_df([1.0, 1.0], [2, 2]) == pytest.approx(4.0)
     assert cal._merged_seed_df([1.0, 0.1], [2, 2]) == pytest.approx(2.2)
@@ -196,7 +196,7 @@ def test_unpaired_three_seeds_cannot_support_a_look_one_level():
 
 
 def test_simulated_gaussian_seeds_dominate_holds_at_alpha_over_12():
-    """A fast simulated cell (bench/tail_levels.py runs 100,000 per cell): 3 seeds, seeds
+    """A fast simulated cell (validation/tail_levels.py runs 100,000 per cell): 3 seeds, seeds
     carry 80% of V; 20,000 studies; the reported rate within 3 MC se of <= 1.1 x the level."""
     rng = np.random.default_rng(20261204)
     n, s, q, level = 20_000, 3, 30, 0.025 / 12
