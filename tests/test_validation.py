@@ -36,12 +36,12 @@ def test_scale_multiplies_the_trial_counts_with_a_floor():
 @pytest.mark.slow
 def test_the_command_regenerates_the_marked_tables_at_a_tiny_scale(tmp_path, capsys):
     doc = tmp_path / "methods.md"
-    doc.write_text("x\n<!-- validation: coverage-3-seeds -->\nold\n<!-- /validation -->\n"
-                   "<!-- validation: equivalence-refute -->\nold\n<!-- /validation -->\n")
+    doc.write_text("x\n<!-- validation: coverage-3-seeds -->\nSTALE\n<!-- /validation -->\n"
+                   "<!-- validation: equivalence-refute -->\nSTALE\n<!-- /validation -->\n")
     run.main(["coverage-3-seeds", "equivalence-refute", "--scale", "0.001", "--write",
               "--docs", str(tmp_path)])
     text = doc.read_text()
-    assert "old" not in text
+    assert "STALE" not in text
     assert "calibrated: coverage over 92 cells" in text
     assert "python -m validation.equivalence_refute --studies 20" in text
     assert "scale 0.001 of the docs' trial counts" in text
