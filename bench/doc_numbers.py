@@ -1,4 +1,4 @@
-"""The numbers docs/ladder.md, docs/statistics.md and docs/adaptive_seeds.md quote from the
+"""The numbers docs/ladder.md, docs/methods.md and docs/adaptive_seeds.md quote from the
 default study, made from a finished run's results folder, and checked against the docs.
 
     .venv/bin/python bench/doc_numbers.py [--results results]          # print them
@@ -57,7 +57,7 @@ def ladder_rows(results: Path) -> list[str]:
 
 
 def seeds_sentence(results: Path) -> str:
-    """docs/statistics.md's seeds per arm to detect detect_delta: over the arm and benchmark
+    """docs/methods.md's seeds per arm to detect detect_delta: over the arm and benchmark
     cells with a comparison partner, how many no seed count reaches, the others' range, and
     the arm x query interaction's sd that decides it."""
     d = pd.read_parquet(results / "stats/seeds_needed.parquet")
@@ -172,7 +172,7 @@ def main() -> None:
     a = ap.parse_args()
     try:
         want = {"ladder": ("docs/ladder.md", lambda: ladder_rows(a.results), None),
-                "statistics": ("docs/statistics.md", lambda: [seeds_sentence(a.results)],
+                "statistics": ("docs/methods.md", lambda: [seeds_sentence(a.results)],
                                None),
                 "adaptive": ("docs/adaptive_seeds.md",
                              lambda: [adaptive_outcome(a.results)], "adaptive-outcome")}

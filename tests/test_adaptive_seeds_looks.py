@@ -238,7 +238,7 @@ def test_an_open_claims_reason_names_the_level_its_seed_count_is_planned_at():
 
 
 def test_a_claim_stops_only_where_the_examples_limit_it():
-    """The looks stop a claim on seeds_at_margin (the rule bench/sequential.py measured),
+    """The looks stop a claim on seeds_at_margin (the rule validation/sequential.py measured),
     not on the assured count: one that no count decides in 80% of studies like it, yet whose
     expected interval can reach its threshold, stays open and says so."""
     plan = (1, 0.0189516)

@@ -1,7 +1,7 @@
 """The calibrated interval (workflow_scripts/stats/calibrated.py): its variance terms, degrees
 of freedom and interval against hand computations, Student's t, every design, the tests built
 on it, and its coverage at 3 seeds in both regimes where the Multi-Bootstrap fails and in the
-one where the plug-in Satterthwaite t fails (bench/coverage.py has the full table)."""
+one where the plug-in Satterthwaite t fails (validation/coverage.py has the full table)."""
 
 from __future__ import annotations
 
@@ -250,7 +250,7 @@ def test_bad_input(call, match):
 # Coverage at 3 seeds: the case every study of this workflow has
 # ---------------------------------------------------------------------------------------
 def coverage(seed_sd: float, queries: int, trials: int, rng_seed: int) -> tuple[float, float]:
-    """Paired difference, 3 seeds, as bench/coverage.py: query sd 0.2 (cancels), each arm
+    """Paired difference, 3 seeds, as validation/coverage.py: query sd 0.2 (cancels), each arm
     its own query x arm interaction (sd 0.02), seed effects and noise (sd 0.05); truth delta
     = 0.01. Coverage of the calibrated interval and of the plug-in Satterthwaite t on the
     same terms."""
@@ -274,7 +274,7 @@ def coverage(seed_sd: float, queries: int, trials: int, rng_seed: int) -> tuple[
 # 2,000 trials (~1 s each): the binomial standard error at 95% is 0.5 points, so [93%, 97%]
 # is 4 standard errors either side. The Multi-Bootstrap covers ~75% (seed-dominated) and
 # ~99% (seed-free) here. In the mixed regime, where the seed term carries ~90% of the variance,
-# the plug-in Satterthwaite t covers ~92% (bench/coverage.py, 10,000 trials): on the same
+# the plug-in Satterthwaite t covers ~92% (validation/coverage.py, 10,000 trials): on the same
 # draws the calibrated interval must cover clearly more.
 @pytest.mark.parametrize(("seed_sd", "queries", "regime"), [
     (0.02, 100, "seed-dominated"), (0.0, 100, "seed-free"), (0.005, 300, "mixed")])

@@ -156,6 +156,6 @@ def _unpaired_coverage(seeds_a: int, seeds_b: int, trials: int, rng) -> tuple[fl
 def test_unequal_seed_counts_cover():
     """3 vs 20 seeds: Welch's merge with the plain t let the df grow when the 3-seed arm
     happened to look calm (91% on these draws); the per-arm share rule, tail calibrated,
-    keeps the band (docs/statistics.md)."""
+    keeps the band (docs/methods.md)."""
     now, before = _unpaired_coverage(3, 20, 1500, np.random.default_rng(20))
     assert 0.935 <= now <= 0.97 and before < 0.925, (now, before)

@@ -73,7 +73,8 @@ def test_an_equivalence_is_refuted_by_the_folded_test_not_the_nearer_side():
     """|delta| > epsilon is a union of two sides: its p is the near side's at its margin plus
     the far side's at the other (decide.refute_equivalence_p), so at epsilon = 0 it is the
     two-sided p (the nearer side's alone is half of it: up to 2 alpha where epsilon is small
-    against the se, bench/equivalence_refute.py) and far beyond the se it is the near side's."""
+    against the se, validation/equivalence_refute.py) and far beyond the se it is the near
+    side's."""
     from workflow_scripts.claims.decide import refute_equivalence_p
     from workflow_scripts.stats import calibrated as cal
 

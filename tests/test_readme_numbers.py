@@ -1,37 +1,33 @@
-"""README and docs/statistics.md ("In short", the summary moved there from the README) quote
-the 3-seed coverage of the calibrated df rule; the figure must be the one bench/coverage.py's
-3-seed rerun recorded in docs/coverage.md, not an older run's."""
+"""README and docs/statistics.md quote the 3-seed coverage of the reported (tail calibrated)
+interval; the figure must be the one in docs/methods.md's `coverage-3-seeds` block, which
+`python -m validation coverage-3-seeds --write` regenerates, not an older run's."""
 
 import re
 
 from conftest import ROOT
 
+from validation import run
 
-def three_seed_rerun_range() -> tuple[str, str]:
-    coverage = (ROOT / "docs" / "coverage.md").read_text()
-    section = coverage.split("## Rerun with the current rule", 1)[1]
-    found = re.search(
-        r"calibrated: coverage over \d+ cells.*?min ([\d.]+)%.*?max ([\d.]+)%", section
-    )
-    assert found, "docs/coverage.md: no summary line under 'Rerun with the current rule'"
+
+def three_seed_coverage() -> tuple[str, str]:
+    methods = (ROOT / "docs" / "methods.md").read_text(encoding="utf-8")
+    block = next((m.group("body") for m in run.BLOCK.finditer(methods)
+                  if m.group("name") == "coverage-3-seeds"), None)
+    assert block, "docs/methods.md: no <!-- validation: coverage-3-seeds --> block"
+    found = re.search(r"calibrated: coverage over \d+ cells.*?min ([\d.]+)%.*?max ([\d.]+)%", block)
+    assert found, "docs/methods.md, coverage-3-seeds: no 'calibrated: coverage over' line"
     return found.group(1), found.group(2)
 
 
-def test_readme_quotes_the_three_seed_reruns_coverage():
-    low, high = three_seed_rerun_range()
-    readme = " ".join((ROOT / "README.md").read_text().split())
+def test_readme_quotes_the_three_seed_coverage():
+    low, high = three_seed_coverage()
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert f"covers {low}–{high}%" in readme, (
-        f"README.md must quote the 3-seed rerun's coverage {low}–{high}% (docs/coverage.md)"
-    )
+        f"README.md must quote the 3-seed coverage {low}–{high}% (docs/methods.md)")
 
 
-def test_statistics_summary_quotes_the_three_seed_reruns_coverage():
-    low, high = three_seed_rerun_range()
-    text = (ROOT / "docs" / "statistics.md").read_text()
-    summary = text.split("## In short: what the intervals cover at 3 seeds", 1)
-    assert len(summary) == 2, "docs/statistics.md: no section 'In short: what the intervals cover'"
-    section = " ".join(summary[1].split("\n## ", 1)[0].split())
-    assert f"covers {low}–{high}%" in section, (
-        f"docs/statistics.md, 'In short': must quote the 3-seed rerun's coverage {low}–{high}%"
-        " (docs/coverage.md)"
-    )
+def test_statistics_quotes_the_three_seed_coverage():
+    low, high = three_seed_coverage()
+    text = " ".join((ROOT / "docs" / "statistics.md").read_text(encoding="utf-8").split())
+    assert f"covers {low}–{high}%" in text and f"| {low}–{high}% |" in text, (
+        f"docs/statistics.md must quote the 3-seed coverage {low}–{high}% (docs/methods.md)")

@@ -124,7 +124,7 @@ def test_the_vectorised_decision_is_the_calibrated_intervals():
 
 
 def _paired_study(rng, delta, sd, rows):
-    """A paired difference over Q examples as bench/seed_assurance.py draws it: per arm seed,
+    """A paired difference over Q examples as validation/seed_assurance.py draws it: per arm seed,
     arm x example and noise sds, the difference of two arms' draws (times sqrt 2)."""
     seed_sd, inter, noise = (math.sqrt(2) * v for v in sd)
     examples = rng.normal(0, inter, (1, Q))

@@ -1,7 +1,7 @@
 """Group-sequential levels over seeds (stats/sequential.py): the plan of looks, the spending
 functions, the union-bound (default) and exact levels (checked against published boundaries
 and independent integrations), their validation errors, and one small end-to-end cell with the
-calibrated statistic; bench/sequential.py has the full simulation."""
+calibrated statistic; validation/sequential.py has the full simulation."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_plan_looks_counts_from_start_to_the_maximum():
 def test_plan_looks_takes_an_explicit_list():
     assert look_plan.plan_looks(3, 10, looks=[3, 6, 10]) == [3, 6, 10]
     assert look_plan.plan_looks(3, 10, looks=(np.int64(3), 10)) == [3, 10]
-    # Few looks keep most of alpha for the last one (the union levels, docs/statistics.md).
+    # Few looks keep most of alpha for the last one (the union levels, docs/methods.md).
     levels = sq.look_alphas(look_plan.plan_looks(3, 10, looks=[3, 6, 10]), ALPHA)
     assert levels == pytest.approx([0.0000427, 0.003765, 0.021192], abs=5e-7)
     assert sum(levels) == pytest.approx(ALPHA, rel=1e-12)
@@ -263,7 +263,7 @@ def test_union_levels_hold_alpha_where_looking_at_alpha_does_not():
     """End to end with the calibrated statistic (calibrated.compare, paired, as the claims
     decide a difference): 600 studies of 3 -> 6 seeds where seeds carry most of the variance
     (seed sd 0.02 per arm, 300 examples), true difference at the threshold 0. Deciding every
-    look at alpha gives false "supported" about 6% of the time (bench/sequential.py: 5.8% of
+    look at alpha gives false "supported" about 6% of the time (validation/sequential.py: 5.8% of
     20,000 on the tail-calibrated p); the O'Brien-Fleming union levels about 1.7%. This
     generator: 34 and 9."""
     rng = np.random.default_rng(32)

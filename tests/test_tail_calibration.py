@@ -148,7 +148,7 @@ def test_two_seed_terms_plug_in_is_calibrated_py_s_and_is_tail_calibrated():
 def test_several_seed_terms_merge_by_each_one_s_share():
     """An arm carrying the charge alone keeps its own df; equal charges of 3-seed arms give
     the pooled 4; a 10:1 split 2.2 (Welch 1947 gave 6 and 2.8 there, and the p calibrated
-    with the smallest df was above its level: docs/statistics.md)."""
+    with the smallest df was above its level: docs/methods.md)."""
     assert merged_seed_df([1.0, 0.0], [2, 2]) == pytest.approx(2.0)
     assert merged_seed_df([1.0, 1.0], [2, 2]) == pytest.approx(4.0)
     assert merged_seed_df([1.0, 0.1], [2, 2]) == pytest.approx(2.2)

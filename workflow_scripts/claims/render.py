@@ -161,7 +161,7 @@ def rules_text(claims: list[dict]) -> str:
         + (f" \"n seeds per arm would settle it\": the fewest seeds per arm at which the claim "
            f"is decided in at least {ASSURANCE:.0%} of studies like this one (its true effect "
            "unknown, its seed variance known only to its seeds' degrees of freedom; "
-           "docs/statistics.md, \"The planner\")."
+           "docs/methods.md, \"The planner\")."
            if any(math.isfinite(_num(c.get("seeds_needed"))) for c in claims) else ""))
 
 

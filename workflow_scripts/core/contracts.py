@@ -330,7 +330,7 @@ WHY_THEY_DIFFER = (
     "seeds (its seed part rests on seeds − 1 degrees of freedom) and counts the seed × example "
     "noise once, while the Multi-Bootstrap resamples the few seeds as if they were all there "
     "is (too narrow when seeds dominate) and counts that noise twice (too wide when they do "
-    "not); docs/statistics.md has the coverage table.")
+    "not); docs/methods.md has the coverage tables.")
 
 
 def interval_name(table: pd.DataFrame) -> str:

@@ -4,36 +4,27 @@ on simulated paired studies where the one-sided calibrated test is itself near e
 examples; seed effects as given), over epsilon from far below the standard error to far
 above it. Prints each rule's rejection rate at level alpha with a 95% Wilson interval.
 
-    .venv/bin/python bench/equivalence_refute.py [--studies 20000] [--seeds 10]
+    .venv/bin/python -m validation.equivalence_refute [--studies 20000] [--seeds 10]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from workflow_scripts.claims.decide import refute_equivalence_p  # noqa: E402
-from workflow_scripts.stats import calibrated as cal  # noqa: E402
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    p = k / n
-    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return mid - half, mid + half
+from validation import model
+from validation.montecarlo import wilson
+from workflow_scripts.claims.decide import refute_equivalence_p
+from workflow_scripts.stats import calibrated as cal
 
 
 def one_study(rng, seeds: int, examples: int, seed_sd: float, eps: float):
     """(new p_refute, old p_refute) of one paired study with true delta = eps."""
-    ex = rng.normal(0, 0.2, examples)
-    a = ex + rng.normal(0, seed_sd, (seeds, 1)) + rng.normal(0, 0.1, (seeds, examples))
-    b = ex + eps + rng.normal(0, seed_sd, (seeds, 1)) + rng.normal(0, 0.1, (seeds, examples))
+    example = model.example_effects(rng, 1, examples, 0.2)
+    a, b = (model.scores(rng, model.seed_effects(rng, 1, seeds, seed_sd), example, level=level,
+                         noise_sd=0.1)[0] for level in (0.0, eps))
 
     def p(alternative: str, threshold: float) -> float:
         return cal.compare(a, b, design="paired", threshold=threshold,
@@ -46,14 +37,14 @@ def one_study(rng, seeds: int, examples: int, seed_sd: float, eps: float):
     return new, min(p("greater", eps), p("less", -eps))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--studies", type=int, default=20000)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--examples", type=int, default=1000)
     ap.add_argument("--seed-sd", type=float, default=0.0)
     ap.add_argument("--alpha", type=float, default=0.025)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     rng = np.random.default_rng(2026)
     se = math.sqrt(2 * 0.1**2 / (a.seeds * a.examples) + 2 * a.seed_sd**2 / a.seeds)
     print(f"{a.studies} paired studies, {a.seeds} seeds x {a.examples} examples, seed sd "

@@ -19,37 +19,34 @@ for the plug-in p (calibrated.py's t, before its tail calibration) and the repor
              single-baseline rows show what a normal-theory test does beyond its
              assumption.
 
-    .venv/bin/python bench/tail_levels.py [--studies 100000] [--exact-only] [--quick]
+    .venv/bin/python -m validation.tail_levels [--studies 100000] [--exact-only] [--quick]
 
 A ratio above 1.1 beyond its Monte Carlo error is an excess; single-baseline arms reduce to
 the paired statistic of the differences (tests/test_tail_calibration.py); unpaired arms and
-borrowed seeds (two seed terms) are measured by bench/tail_levels_arms.py.
+borrowed seeds (two seed terms) are measured by validation/tail_levels_arms.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from scipy import special
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from workflow_scripts.stats import calibrated as cal  # noqa: E402
-from workflow_scripts.stats import tail_calibration as tc  # noqa: E402
-from workflow_scripts.stats.df_rule import DEFAULT_RULE  # noqa: E402
-from workflow_scripts.stats.sequential import look_alphas  # noqa: E402
+from validation import model
+from validation import statistic as vectorised
+from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import tail_calibration as tc
+from workflow_scripts.stats.sequential import look_alphas
 
 ALPHA = 0.025
 LEVELS = (ALPHA, ALPHA / 4, ALPHA / 12, look_alphas([3, 6, 10], ALPHA)[0])
 LEVEL_NAMES = ("alpha", "alpha/4", "alpha/12", "look 1")
 CHECKED = 20
 CHUNK = 10_000
-RULES = DEFAULT_RULE
+RULES = vectorised.RULES
 
 # variance shares of the estimate (seed, example, residual) per Gaussian regime
 SHARES = {"seeds dominate": (0.8, 0.15, 0.05), "balanced": (0.4, 0.4, 0.2),
@@ -75,51 +72,30 @@ def exact_table() -> None:
                       flush=True)
 
 
+SEED_SHAPE = {"heavy-tailed": "t3", "skewed paired": "gamma difference",
+              "skewed single-baseline": "gamma", "very skewed single-baseline": "chi2"}
+
+
 def draw(rng, regime: str, n: int, seeds: int, q: int) -> np.ndarray:
     """n studies' paired differences [n, seeds, q] under the null (mean 0)."""
     if regime.startswith("binary"):
         tau = 0.3 if "seeds" in regime else 0.1
-        theta = rng.normal(0.0, 1.5, (n, 1, q))
-        arms = [special.expit(theta + rng.normal(0.0, tau, (n, seeds, 1))) for _ in range(2)]
-        a, b = (rng.random((n, seeds, q)) < p for p in arms)
-        return b.astype(float) - a.astype(float)
+        theta = model.example_effects(rng, n, q, 1.5)
+        a, b = (model.binary_scores(rng, theta, model.seed_effects(rng, n, seeds, tau))
+                for _ in range(2))
+        return b - a
     shape = regime.split(", ")[0]
-    share_s, share_e, share_r = SHARES["seeds dominate" if shape != "gaussian"
-                                      else regime.split(", ")[1]]
-    if shape == "heavy-tailed":
-        seed = rng.standard_t(3, (n, seeds, 1)) / math.sqrt(3.0)
-    elif shape == "skewed paired":  # both arms' seed effects gamma(4): their difference
-        g = rng.gamma(4.0, 1.0, (2, n, seeds, 1))  # is symmetric, with heavier tails
-        seed = (g[0] - g[1]) / math.sqrt(8.0)
-    elif shape == "skewed single-baseline":  # one arm's seed effects, gamma(4): skewness 1
-        seed = (rng.gamma(4.0, 1.0, (n, seeds, 1)) - 4.0) / 2.0
-    elif shape == "very skewed single-baseline":  # chi2_1: skewness 2.8
-        seed = (rng.chisquare(1, (n, seeds, 1)) - 1.0) / math.sqrt(2.0)
-    else:
-        seed = rng.normal(0.0, 1.0, (n, seeds, 1))
-    # shares of V = sigma2_s / S + sigma2_e / Q + sigma2_r / (S Q)
-    return (math.sqrt(share_s * seeds) * seed
-            + math.sqrt(share_e * q) * rng.normal(0.0, 1.0, (n, 1, q))
-            + math.sqrt(share_r * seeds * q) * rng.normal(0.0, 1.0, (n, seeds, q)))
+    shares = SHARES["seeds dominate" if shape != "gaussian" else regime.split(", ")[1]]
+    seed_sd, example_sd, noise_sd = model.share_sds(shares, seeds, q)
+    return model.difference(rng, n, seeds, q, seed_sd=seed_sd, interaction_sd=example_sd,
+                            noise_sd=noise_sd, seed_shape=SEED_SHAPE.get(shape, "normal"))
 
 
 def statistic(d: np.ndarray) -> tuple[np.ndarray, ...]:
     """Vectorised calibrated.compare(zeros, d) (paired, greater, threshold 0): (plug-in p,
     M, X, r) per study."""
-    return _statistic(d)[0]
-
-
-def _statistic(d: np.ndarray) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
-    """statistic()'s tuple, and (estimate, V_hat, df, M, X, r) for the interval."""
-    n, s, q = d.shape
-    rows, cols = d.mean(axis=2), d.mean(axis=1)
-    grand = rows.mean(axis=1)
-    resid = d - rows[:, :, None] - cols[:, None, :] + grand[:, None, None]
-    m = rows.var(axis=1, ddof=1) / s
-    x = cols.var(axis=1, ddof=1) / q
-    r = np.sum(resid**2, axis=(1, 2)) / ((s - 1) * (q - 1)) / (q * s)
-    var, df = tc.plug_in(m, x, r, tc.Reduced(s - 1, q - 1, q - 1, 1.0, RULES))
-    return (special.stdtr(df, -grand / np.sqrt(var)), m, x, r), (grand, var, df, m, x, r)
+    st = vectorised.paired(d)
+    return vectorised.t_sides(st)[0], st["m"], st["x"], st["r"]
 
 
 def one_side(p, m, x, r, seeds: int, q: int) -> tuple[np.ndarray, np.ndarray]:
@@ -195,7 +171,8 @@ def price_table(studies: int) -> None:
         for seeds in (3, 4, 5, 10):
             d = draw(rng, f"gaussian, {regime}", studies, seeds, q)
             n, s, _ = d.shape
-            grand, var, df, m, x, r = _statistic(d)[1]
+            st = vectorised.paired(d)
+            grand, var, df, x, r = (st[k] for k in ("estimate", "v", "df", "x", "r"))
             before = special.stdtrit(df, 0.975) * np.sqrt(var)
             level = np.array([tc.calibrated_level(0.025, tc.Reduced(
                 s - 1, q - 1, q - 1, (x[i] - r[i]) / r[i], RULES)) for i in range(n)])
@@ -206,12 +183,12 @@ def price_table(studies: int) -> None:
         print(f"  {regime:<18} " + "; ".join(cells), flush=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--studies", type=int, default=100_000)
     ap.add_argument("--exact-only", action="store_true")
     ap.add_argument("--quick", action="store_true", help="3 and 5 seeds, 30 examples")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     print("levels: " + ", ".join(f"{n} {v:.3g}" for n, v in zip(LEVEL_NAMES, LEVELS,
                                                                  strict=True)))
     exact_table()

@@ -4,7 +4,7 @@ give the power it promises?
 
 Assurance. Each study is a paired difference over 300 examples, per seed s and example q:
 d[s, q] = delta + example[q] + seed[s] + noise[s, q], each the difference of two arms' draws
-(per arm sds times sqrt 2), in bench/sequential.py's regimes (seeds dominate, balanced,
+(per arm sds times sqrt 2), in validation/sequential.py's regimes (seeds dominate, balanced,
 examples dominate); or two unpaired arms with independent seeds (the two regimes where seeds
 matter), each with its own arm x example effect. It starts at 3 seeds; an inconclusive one
 plans from its own 3 seeds (the claim's planner, decide.seeds_needed: seeds_for_assurance
@@ -28,27 +28,25 @@ effect), delta = 0.01, two-sided alpha = 0.05: the seeds per arm seeds_for_delta
 the true components, against the formula before (2 v_seed / n, no interaction), each
 simulated with calibrated.compare's unpaired test.
 
-    nice -n 10 .venv/bin/python bench/seed_assurance.py [--studies 1000] [--power 2000]
+    nice -n 10 .venv/bin/python -m validation.seed_assurance [--studies 1000] [--power 2000]
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from workflow_scripts.stats import calibrated as cal  # noqa: E402
-from workflow_scripts.stats import seed_planning as sp  # noqa: E402
+from validation import model
+from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import seed_planning as sp
 
 Q, START, FOLLOW_MAX = 300, 3, 3000
-REGIMES = {  # per arm: (seed sd, arm x example sd, noise sd), as bench/sequential.py's
+REGIMES = {  # per arm: (seed sd, arm x example sd, noise sd), as validation/sequential.py's
     "seeds dominate": (0.02, 0.02, 0.05),
     "balanced": (0.005, 0.02, 0.05),
     "examples dominate": (0.002, 0.05, 0.02),
@@ -60,11 +58,6 @@ POWER_CASES = {  # per arm (seed sd, arm x example sd, noise sd, examples); delt
     "seed 0.002, interaction 0.03, 1000 ex": (0.002, 0.03, 0.05, 1000),
 }
 DELTA = 0.01
-
-
-def rng_for(*name) -> np.random.Generator:
-    digest = hashlib.sha256(repr(name).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
 def sd_at(sd, n: int) -> float:
@@ -84,24 +77,25 @@ def study(rng, sd, delta: float, design: str):
     seed_sd, inter, noise = sd
     if design == "paired":
         seed_sd, inter, noise = (math.sqrt(2) * v for v in sd)
-        examples = rng.normal(0, inter, (1, Q))
+        examples = model.example_effects(rng, 1, Q, inter)
 
         def rows(k):
-            return np.zeros((k, Q)), (delta + examples + rng.normal(0, seed_sd, (k, 1))
-                                      + rng.normal(0, noise, (k, Q)))
+            return np.zeros((k, Q)), model.scores(rng, model.seed_effects(rng, 1, k, seed_sd),
+                                                  examples, level=delta, noise_sd=noise)[0]
         return rows
-    shared = rng.normal(0, 0.1, (1, Q))
-    own = [shared + rng.normal(0, inter, (1, Q)) for _ in range(2)]
+    shared = model.example_effects(rng, 1, Q, 0.1)
+    own = [shared + model.example_effects(rng, 1, Q, inter) for _ in range(2)]
 
     def rows(k):
-        return tuple(shift + e + rng.normal(0, seed_sd, (k, 1)) + rng.normal(0, noise, (k, Q))
+        return tuple(model.scores(rng, model.seed_effects(rng, 1, k, seed_sd), e, level=shift,
+                                  noise_sd=noise)[0]
                      for shift, e in zip((0.0, delta), own, strict=True))
     return rows
 
 
 def follow(regime: str, truth: str, studies: int, design: str = "paired") -> dict:
     sd = REGIMES[regime]
-    rng = rng_for(regime, truth, *(() if design == "paired" else (design,)))
+    rng = model.rng_for(regime, truth, *(() if design == "paired" else (design,)))
     out = {"inconclusive": 0, "unreachable": 0, "examples limit": 0, "beyond": 0,
            "assured": [], "coin": [], "n": [], "false": 0, "false coin": 0}
     for _ in range(studies):
@@ -198,11 +192,11 @@ def formula_before(seed: float, noise: float, q: int) -> int:
 
 def simulated_power(case: str, sd, n: int, studies: int) -> str:
     seed, inter, noise, q = sd
-    rng = rng_for("power", case, n)
+    rng = model.rng_for("power", case, n)
     hits = 0
     for _ in range(studies):
-        a, b = ((delta + rng.normal(0, inter, (1, q)) + rng.normal(0, seed, (n, 1))
-                 + rng.normal(0, noise, (n, q))) for delta in (0.0, DELTA))
+        a, b = (model.scores(rng, model.seed_effects(rng, 1, n, seed), model.example_effects(
+            rng, 1, q, inter), level=delta, noise_sd=noise)[0] for delta in (0.0, DELTA))
         hits += cal.compare(a, b, design="unpaired", alternative="two-sided").p_value <= 0.05
     return share([1] * hits + [0] * (studies - hits))
 
@@ -223,11 +217,11 @@ def power_table(studies: int) -> None:
               f"{simulated_power(case, sd, old, studies)} |", flush=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--studies", type=int, default=1000, help="studies per assurance cell")
     ap.add_argument("--power", type=int, default=2000, help="studies per power cell")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     t0 = time.perf_counter()
     power_table(a.power)
     print()

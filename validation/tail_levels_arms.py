@@ -21,7 +21,7 @@ smallest seed df).
              coverage and median width before (the merge and plain t of the commit before)
              and after
 
-    .venv/bin/python bench/tail_levels_arms.py [--studies 100000] [--exact-only]
+    .venv/bin/python -m validation.tail_levels_arms [--studies 100000] [--exact-only]
         [--simulated-only] [--regime 'binary, seeds dominate' ...] [--cells 2v2 2v5]
         [--supremum-2d]
 """
@@ -30,20 +30,17 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from scipy import special
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tail_levels import ALPHA, CHECKED, CHUNK, LEVEL_NAMES, LEVELS, RULES, SHARES  # noqa: E402
-
-from workflow_scripts.stats import calibrated as cal  # noqa: E402
-from workflow_scripts.stats import tail_calibration as tc  # noqa: E402
-from workflow_scripts.stats.borrowed_seeds import borrowed_terms  # noqa: E402
+from validation import model
+from validation import statistic as vectorised
+from validation.tail_levels import ALPHA, CHECKED, CHUNK, LEVEL_NAMES, LEVELS, RULES, SHARES
+from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import tail_calibration as tc
+from workflow_scripts.stats.borrowed_seeds import borrowed_terms
 
 # (label, seeds of the two seed terms, how many pool arms of how many seeds for a borrowed
 # term; None: unpaired). A borrowed term is a one-seed arm (S = 1) with the pool's df.
@@ -160,10 +157,9 @@ def arm_scores(rng, regime: str, n: int, s: int, q: int, sd, theta=None) -> np.n
     """n studies' scores of one arm [n, s, q] under the null; sd = (seed, example,
     residual) sds of the Gaussian regimes; binary: theta the examples' shared logits."""
     if regime.startswith("binary"):
-        p = special.expit(theta + rng.normal(0.0, 0.3, (n, s, 1)))
-        return (rng.random((n, s, q)) < p).astype(float)
-    return (sd[0] * rng.normal(0.0, 1.0, (n, s, 1)) + sd[1] * rng.normal(0.0, 1.0, (n, 1, q))
-            + sd[2] * rng.normal(0.0, 1.0, (n, s, q)))
+        return model.binary_scores(rng, theta, model.seed_effects(rng, n, s, 0.3))
+    return model.scores(rng, model.seed_effects(rng, n, s, sd[0]),
+                        model.example_effects(rng, n, q, sd[1]), noise_sd=sd[2])
 
 
 def draw_study(rng, regime: str, n: int, seeds, pool, q: int):
@@ -175,7 +171,7 @@ def draw_study(rng, regime: str, n: int, seeds, pool, q: int):
         share_s, share_e, share_r = SHARES[regime.split(", ")[1]]
         # each arm's example effect independent, the difference's variance share_e q
         sd = (math.sqrt(share_s / inv), math.sqrt(share_e * q / 2), math.sqrt(share_r * q / inv))
-    theta = rng.normal(0.0, 1.5, (n, 1, q)) if sd is None else None
+    theta = model.example_effects(rng, n, q, 1.5) if sd is None else None
     a, b = (arm_scores(rng, regime, n, s, q, sd, theta) for s in seeds)
     arms = [] if pool is None else [arm_scores(rng, regime, n, pool[1], q, sd, theta)
                                     for _ in range(pool[0])]
@@ -184,10 +180,9 @@ def draw_study(rng, regime: str, n: int, seeds, pool, q: int):
 
 def _seed_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per study: the variance over seeds of the seed's metric and the residual mean square."""
-    n, s, q = x.shape
-    rows, cols = x.mean(axis=2), x.mean(axis=1)
-    resid = x - rows[:, :, None] - cols[:, None, :] + x.mean(axis=(1, 2))[:, None, None]
-    return rows.var(axis=1, ddof=1), np.sum(resid**2, axis=(1, 2)) / ((s - 1) * (q - 1))
+    _, s, q = x.shape
+    m, _, r = vectorised.mean_squares(x)
+    return m * s, r * q * s
 
 
 def statistic(a, b, arms, merge=tc.plug_in_arms):
@@ -317,7 +312,7 @@ def simulated_table(studies: int, regimes) -> None:
                   f"x{res['width'][0]:.3f}  {time.perf_counter() - t0:4.1f}s", flush=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--studies", type=int, default=100_000)
     ap.add_argument("--exact-only", action="store_true")
@@ -328,7 +323,7 @@ def main() -> None:
                     help="only the 2-D supremum's coverage at equal seed variances")
     ap.add_argument("--cells", nargs="*", default=[],
                     help="exact part: only the cells whose label holds one of these")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     print("levels: " + ", ".join(f"{n} {v:.3g}" for n, v in zip(LEVEL_NAMES, LEVELS,
                                                                  strict=True)))
     if args.supremum_2d:

@@ -15,7 +15,7 @@ Synthetic cells: score[s, q] = mean + query[q] (sd 0.2) + arm x query (sd 0.02 o
   single-baseline  a = one fixed model (one seed): truth = delta - a's own seed effect
   stratified       3 benchmarks, `queries` each, seed effects shared by the benchmarks;
                    paired; estimate = unweighted mean of the per-benchmark deltas
-Real cells: bench/data/ndcg_per_query.csv (per-query NDCG@10 of this workflow's models) is the
+Real cells: validation/data/ndcg_per_query.csv (per-query NDCG@10 of this workflow's models) is the
 query population; per trial Q queries are drawn with replacement (pairs kept together), seed
 effects (sd 0, 0.01, 0.02) and noise (sd 0.05) added and the scores clipped to [0, 1]; the truth
 is exact (expected_clip). single: the mean of depth 3; paired: depth 3 - depth 1 (recipe
@@ -27,17 +27,16 @@ first trials of a cell are the same whatever the counts). Each cell has its own 
 seeded from its parameters, so a cell's numbers do not depend on which other cells run.
 --trials is another name for --mb-trials; --quick sets every count to 200.
 
-    .venv/bin/python bench/coverage.py --theory
-    .venv/bin/python bench/coverage.py [--quick] [--seeds 3] [--designs paired single]
+    .venv/bin/python -m validation.coverage --theory
+    .venv/bin/python -m validation.coverage [--quick] [--seeds 3] [--designs paired single]
         [--scenarios synthetic real] [--queries 100] [--out coverage.md] [--workers 2]
-    .venv/bin/python bench/coverage.py --extract-from /path/to/results/eval   # rewrite the CSV
+    .venv/bin/python -m validation.coverage --extract-from /path/to/results/eval   # rewrite the CSV
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import math
 import multiprocessing
 import sys
@@ -50,9 +49,9 @@ from scipy import optimize, special, stats
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from workflow_scripts.stats import calibrated as cal  # noqa: E402
-from workflow_scripts.stats import multibootstrap as mb  # noqa: E402
+from validation import model
+from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import multibootstrap as mb
 
 MEAN, DELTA = 0.5, 0.01
 QUERY_SD, INTERACTION_SD, NOISE_SD = 0.2, 0.02, 0.05
@@ -81,42 +80,43 @@ class Cell:
 
     def rng(self) -> np.random.Generator:
         """The cell's own generator, from its parameters only (not from its place in a run)."""
-        digest = hashlib.sha256(repr(astuple(self)).encode()).digest()
-        return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        return model.rng_for(*astuple(self))
 
 
 # ---------------------------------------------------------------------------------------
 # Scenarios: each trial returns (a, b, truth); a is None for the single design
 # ---------------------------------------------------------------------------------------
 def _arm(rng, mean, query, inter_sd, seed_effects) -> np.ndarray:
-    """[seeds, queries] scores of one arm on the given query effects."""
-    q = len(query)
-    own = query + rng.normal(0, inter_sd, q) if inter_sd else query  # arm x query interaction
-    noise = rng.normal(0, NOISE_SD, (len(seed_effects), q))
-    return mean + own + seed_effects[:, None] + noise
+    """[seeds, queries] scores of one arm on the given query effects [1, 1, queries]."""
+    return model.scores(rng, seed_effects, query, level=mean, interaction_sd=inter_sd,
+                        noise_sd=NOISE_SD)[0]
 
 
 def synthetic(rng, cell: Cell):
     s, q, inter, sd = cell.seeds, cell.queries, cell.interaction, cell.seed_sd
+
+    def seeds(k=s):
+        return model.seed_effects(rng, 1, k, sd)
+
     if cell.design == "stratified":
         # One seed effect per seed and arm, used in all benchmarks: one seed axis for all.
-        seeds_a, seeds_b = rng.normal(0, sd, s), rng.normal(0, sd, s)
+        seeds_a, seeds_b = seeds(), seeds()
         a, b = {}, {}
         for k, level in enumerate(BENCH_MEANS):
-            query = rng.normal(0, QUERY_SD, q)
+            query = model.example_effects(rng, 1, q, QUERY_SD)
             a[f"bench{k}"] = _arm(rng, level, query, inter, seeds_a)
             b[f"bench{k}"] = _arm(rng, level + DELTA, query, inter, seeds_b)
         return a, b, DELTA
-    query = rng.normal(0, QUERY_SD, q)
+    query = model.example_effects(rng, 1, q, QUERY_SD)
     if cell.design == "single":
-        return None, _arm(rng, MEAN, query, inter, rng.normal(0, sd, s)), MEAN
-    b = _arm(rng, MEAN + DELTA, query, inter, rng.normal(0, sd, s))
+        return None, _arm(rng, MEAN, query, inter, seeds()), MEAN
+    b = _arm(rng, MEAN + DELTA, query, inter, seeds())
     if cell.design == "single-baseline":
         # The baseline is one fixed model: its seed effect is part of what is compared.
-        seed_a = rng.normal(0, sd, 1)
-        return _arm(rng, MEAN, query, inter, seed_a)[0], b, DELTA - float(seed_a[0])
+        seed_a = seeds(1)
+        return _arm(rng, MEAN, query, inter, seed_a)[0], b, DELTA - float(seed_a[0, 0, 0])
     # paired and unpaired: the same data (independent seed effects per arm), other analyses.
-    return _arm(rng, MEAN, query, inter, rng.normal(0, sd, s)), b, DELTA
+    return _arm(rng, MEAN, query, inter, seeds()), b, DELTA
 
 
 def expected_clip(m: np.ndarray, s: float) -> np.ndarray:
@@ -134,7 +134,8 @@ def real(rng, cell: Cell, pool: dict[str, np.ndarray]):
     idx = rng.integers(0, len(pool[REAL_B]), cell.queries)  # one draw: pairs kept together
 
     def arm(values):
-        noisy = values[idx] + rng.normal(0, sd, (s, 1)) + rng.normal(0, NOISE_SD, (s, len(idx)))
+        noisy = model.scores(rng, model.seed_effects(rng, 1, s, sd), values[idx][None, None, :],
+                             noise_sd=NOISE_SD)[0]
         return np.clip(noisy, 0.0, 1.0)
 
     # Seed effect + noise is N(0, sd^2 + noise^2) per score: the exact expected clipped score.
@@ -413,7 +414,7 @@ def _name(cell: Cell) -> str:
             f"{inter}, seed sd {cell.seed_sd:g}")
 
 
-def parse_args():
+def parse_args(argv: list[str] | None = None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cal-trials", type=int, default=10000,
                     help="trials of calibrated and satterthwaite, every cell")
@@ -431,19 +432,21 @@ def parse_args():
     ap.add_argument("--queries", type=int, nargs="+", default=list(QUERIES))
     ap.add_argument("--workers", type=int, default=2, help="processes over cells")
     ap.add_argument("--out", type=Path, help="also write the table as markdown here")
+    ap.add_argument("--summary", action="store_true",
+                    help="print the per-design ranges and the summary, not every cell")
     ap.add_argument("--theory", action="store_true",
                     help="print the df rules' coverage by exact integration (seconds) and exit")
     ap.add_argument("--extract-from", type=Path, metavar="DIR",
                     help=f"rewrite {DATA.relative_to(DATA.parents[2])} from DIR/**/*.parquet "
                          "and exit")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.quick:
         args.cal_trials = args.mb_trials = args.mb_trials_other = 200
     return args
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     if args.theory:
         print("\n".join(theory()))
         return
@@ -477,11 +480,13 @@ def main() -> None:
                 bar.update()
     wall = time.perf_counter() - t0
     results = {c: found[c] for c in cells}  # grid order
-    lines = table(results) + [""] + by_design(results) + [""] + summary(results)
+    lines = [] if args.summary else table(results) + [""]
+    lines += by_design(results) + [""] + summary(results)
     lines.append(f"wall time {wall / 60:.1f} min on {args.workers} workers")
     print("\n".join(lines))
     if args.out:
-        command = "bench/coverage.py " + " ".join(sys.argv[1:])
+        command = "python -m validation.coverage " + " ".join(
+            sys.argv[1:] if argv is None else argv)
         args.out.write_text(f"Coverage of the nominal {100 * args.ci:g}% interval "
                             f"(`{command.strip()}`)\n\n" + "\n".join(lines) + "\n")
 

@@ -2,7 +2,7 @@
 claim at several looks as seeds are added (stats/sequential.py), against the fixed designs and
 the naive procedure that decides every look at level alpha.
 
-bench/sequential_sim.py draws the studies and gives each one's path of calibrated p-values
+validation/sequential_sim.py draws the studies and gives each one's path of calibrated p-values
 over the looks 3, 4, ..., max_seeds (one look per seed). Each rule then walks the path (all of
 it, or its own looks: "3 looks" at the start, (start + max) // 2 and the max, "2 looks" at the
 start and the max): at look k the claim is supported when p_support <= its level, refuted when
@@ -19,7 +19,7 @@ design with at least the rule's power (the equal-power fixed n), from the same s
 plans whose last look is beyond the fixed design's 10 seeds (3/6/11, 3/6/12), at the effect
 that design sees, against its power; and three looks at budgets of 8 and 9 seeds.
 
-    nice -n 10 .venv/bin/python bench/sequential.py [--quick] [--full] [--focus]
+    nice -n 10 .venv/bin/python -m validation.sequential [--quick] [--full] [--focus]
         [--studies N] [--power-studies N]
 """
 
@@ -31,15 +31,13 @@ import math
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench import sequential_sim as sim  # noqa: E402
-from bench import sequential_tables as tables  # noqa: E402
-from workflow_scripts.stats import look_plan  # noqa: E402
-from workflow_scripts.stats import sequential as sq  # noqa: E402
+from validation import sequential_sim as sim
+from validation import sequential_tables as tables
+from workflow_scripts.stats import look_plan
+from workflow_scripts.stats import sequential as sq
 
 TAIL_SEEDS = (3, 4, 5, 6)  # the seed counts whose tail the tail table shows
 
@@ -196,7 +194,7 @@ def focus(studies: int, power_studies: int, regimes=FOCUS_REGIMES) -> list[str]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--studies", type=int, default=20_000, help="studies per null cell")
     ap.add_argument("--power-studies", type=int, default=4_000,
@@ -207,7 +205,7 @@ def main() -> None:
                     help="only the default plans where seeds dominate, Gaussian and binary")
     ap.add_argument("--regime", action="append", choices=FOCUS_REGIMES,
                     help="with --focus: only these (repeatable)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.quick:
         args.studies, args.power_studies = 2_000, 1_000
     t0 = time.perf_counter()

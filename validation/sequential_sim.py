@@ -1,12 +1,12 @@
-"""The model and statistic of bench/sequential.py (seeds on demand, simulated end to end).
+"""The model and statistic of validation/sequential.py (seeds on demand, simulated end to end).
 
 Per cell, studies of a paired difference are drawn with a known truth: per seed s and example
 q, d[s, q] = delta + example[q] + seed[s] + noise[s, q] (each component the difference of two
-arms' independent draws, as bench/coverage.py's paired cell: interaction sd, seed sd and noise
+arms' independent draws, as validation/coverage.py's paired cell: interaction sd, seed sd and noise
 sd per arm, times sqrt(2)), 300 examples. The claim is "b - a > 0" (threshold 0). Every study
 holds max_seeds seeds; look k sees its first n_k (seeds added, nothing redrawn). At every look
-the calibrated one-sided p-values, tail calibrated as the claims' are (stats/calibrated.py's
-paired compare: the plug-in vectorised here over studies, then tail_calibration.calibrated_p
+the calibrated one-sided p-values, tail calibrated as the claims' are (the library's
+vectorised rule over studies, validation/statistic.py, then tail_calibration.calibrated_p
 where it can decide; both sides checked against calibrated.compare itself on the first
 studies of every cell to 1e-9) give the path; `unreachable` is
 seed_planning.seeds_for_margin's "no seed count settles it" (the examples limit it),
@@ -16,7 +16,7 @@ Regimes: seeds dominate (seed sd 0.02, interaction 0.02, noise 0.05), balanced (
 0.005), examples dominate (seed sd 0.002, interaction 0.05, noise 0.02: information grows
 barely with seeds); binary outcomes, seeds dominate (each arm's per-example outcome
 Bernoulli(expit(theta_q + u_s)), theta_q ~ N(0, 1.5) shared by the arms, u_s ~ N(0, 0.3) per
-arm and seed, as bench/tail_levels.py's; an effect adds delta to the difference, which moves
+arm and seed, as validation/tail_levels.py's; an effect adds delta to the difference, which moves
 the mean and leaves every variance term as it is). Truths: the hardest null (delta =
 threshold), and delta = 2.5 and 4 true standard deviations of the estimate at max_seeds (or
 at `scale` seeds: a plan whose maximum is beyond a fixed design's, at that design's effect).
@@ -26,20 +26,16 @@ Each cell has its own generator, seeded from its name.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from scipy import special
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from workflow_scripts.stats import calibrated as cal  # noqa: E402
-from workflow_scripts.stats import seed_planning  # noqa: E402
-from workflow_scripts.stats import tail_calibration as tc  # noqa: E402
-from workflow_scripts.stats.df_rule import DEFAULT_RULE  # noqa: E402
+from validation import model, statistic
+from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import seed_planning
+from workflow_scripts.stats import tail_calibration as tc
 
 ALPHA, CI = 0.025, 0.95  # the claims' one-sided level at ci 0.95
 QUERIES, START, MAXIMA = 300, 3, (4, 6, 10)
@@ -62,9 +58,8 @@ class Cell:
     scale: int = 0  # > 0: the effect in true sds at this many seeds, not at max_seeds
 
     def rng(self) -> np.random.Generator:
-        name = (self.regime, self.max_seeds, self.effect) + ((self.scale,) if self.scale else ())
-        digest = hashlib.sha256(repr(name).encode())
-        return np.random.default_rng(int.from_bytes(digest.digest()[:8], "little"))
+        return model.rng_for(self.regime, self.max_seeds, self.effect,
+                             *((self.scale,) if self.scale else ()))
 
     def sd_at(self, n: int) -> float:
         """The estimate's true sd with n seeds."""
@@ -79,11 +74,10 @@ class Cell:
 
 def _binary_arms(rng, n: int, s: int) -> np.ndarray:
     """n studies' paired differences of two arms' binary outcomes [n, s, QUERIES], null."""
-    theta = rng.normal(0, BINARY_THETA, (n, 1, QUERIES))
-    a, b = (rng.random((n, s, QUERIES)) < special.expit(theta + rng.normal(0, BINARY_TAU,
-                                                                          (n, s, 1)))
+    theta = model.example_effects(rng, n, QUERIES, BINARY_THETA)
+    a, b = (model.binary_scores(rng, theta, model.seed_effects(rng, n, s, BINARY_TAU))
             for _ in range(2))
-    return b.astype(float) - a.astype(float)
+    return b - a
 
 
 @functools.lru_cache(maxsize=64)
@@ -104,58 +98,22 @@ def draw(cell: Cell, rng, n: int) -> np.ndarray:
     if cell.regime == BINARY:
         return cell.delta() + _binary_arms(rng, n, cell.max_seeds)
     seed, inter, noise = (math.sqrt(2) * x for x in REGIMES[cell.regime])
-    s, q = cell.max_seeds, QUERIES
-    return (cell.delta() + rng.normal(0, inter, (n, 1, q)) + rng.normal(0, seed, (n, s, 1))
-            + rng.normal(0, noise, (n, s, q)))
+    return model.difference(rng, n, cell.max_seeds, QUERIES, seed_sd=seed, interaction_sd=inter,
+                            noise_sd=noise, delta=cell.delta())
 
 
-# ---------------------------------------------------------------------------------------
-# The calibrated paired statistic, vectorised over studies (calibrated.py, one [S, Q] array)
-# ---------------------------------------------------------------------------------------
 def paired_stats(d: np.ndarray) -> dict[str, np.ndarray]:
-    """Per study of d [studies, S, Q] (S >= 3): estimate, V_hat and df as
-    calibrated.compare(zeros, d, design="paired") computes them, and the residual and
-    example terms the planner needs."""
-    n, q = d.shape[1], d.shape[2]
-    if n < 3:
-        raise ValueError("the vectorised statistic covers >= 3 seeds (no 2-seed ramp)")
-    rows, cols = d.mean(axis=2), d.mean(axis=1)
-    grand = rows.mean(axis=1)
-    m = rows.var(axis=1, ddof=1) / n  # seed term
-    x = cols.var(axis=1, ddof=1) / q  # example term
-    resid = d - rows[:, :, None] - cols[:, None, :] + grand[:, None, None]
-    r = np.einsum("ijk,ijk->i", resid, resid) / ((n - 1) * (q - 1)) / (q * n)
-    c, kappa = DEFAULT_RULE.floor, DEFAULT_RULE.kappa
-    v = np.maximum.reduce([x + np.maximum(m, c * r) - r, m, c * x, np.zeros_like(m)])
-    charge = np.maximum(m - kappa * r, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = np.where(charge > 0, np.minimum(np.maximum((n - 1) * v / charge, n - 1), q - 1),
-                      q - 1.0)
-    return {"estimate": grand, "v": v, "df": df, "m": m, "x": x, "r": r, "seeds": n}
-
-
-RULES = DEFAULT_RULE
+    """Per study of d [studies, S, Q] (S >= 3): the statistic of calibrated.compare(zeros, d,
+    design="paired"), by the library's vectorised rule (validation/statistic.py)."""
+    return statistic.paired(d)
 
 
 def p_sides(s: dict, below: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
     """(p_support, p_refute): the one-sided p of H0 delta <= 0 and of delta >= 0, as
-    calibrated.compare reports them ("greater", "less": the t tail, tail calibrated). The
-    calibration runs where the t tail is below `below` (the largest level a rule decides
-    at); above it the t tail stays, a lower bound of the reported p that decides nothing."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tx = s["estimate"] / np.sqrt(s["v"])
-    sides = [np.where(s["v"] > 0, special.stdtr(s["df"], -tx), (s["estimate"] <= 0) * 1.0),
-             np.where(s["v"] > 0, special.stdtr(s["df"], tx), (s["estimate"] >= 0) * 1.0)]
-    out = []
-    for p in sides:  # each tail from t itself: 1 - p loses a tiny p's digits
-        p = p.copy()
-        for i in np.flatnonzero((p < below) & (s["v"] > 0)):
-            x, r = s["x"][i], s["r"][i]
-            red = (tc.Reduced(s["seeds"] - 1, QUERIES - 1, QUERIES - 1, (x - r) / r, RULES)
-                   if r > 0 and x > 0 and s["seeds"] - 1 < cal.PLAIN_FROM_SEED_DF else None)
-            p[i] = tc.calibrated_p(float(p[i]), red)
-        out.append(p)
-    return out[0], out[1]
+    calibrated.compare reports them ("greater", "less"), tail calibrated where the t tail is
+    below `below` (the largest level a rule decides at); above it the t tail stays."""
+    sup, ref = statistic.t_sides(s)
+    return statistic.reported(sup, s, below), statistic.reported(ref, s, below)
 
 
 def p_seed_df(s: dict) -> np.ndarray:
@@ -175,8 +133,7 @@ def unreachable(s: dict) -> np.ndarray:
     n_max, seeds, q = seed_planning.MAX_SEEDS, s["seeds"], QUERIES
     m, r = s["m"] * seeds / n_max, s["r"] * seeds / n_max
     x = np.maximum(s["x"] - s["r"] * (1 - seeds / n_max), 0.0)
-    c = DEFAULT_RULE.floor
-    v = np.maximum.reduce([x + np.maximum(m, c * r) - r, m, c * x, np.zeros_like(m)])
+    v, _ = tc.plug_in(m, x, r, tc.Reduced(seeds - 1, q - 1, q - 1, 1.0, statistic.RULES))
     half = float(special.stdtrit(q - 1, (1 + CI) / 2)) * np.sqrt(v)
     return half > np.abs(s["estimate"])
 
@@ -185,12 +142,9 @@ def check_against_core(d: np.ndarray, looks: list[int]) -> None:
     """The vectorised statistic is calibrated.compare's and the planner's, study by study."""
     for n in looks:
         s = paired_stats(d[:, :n])
-        (sup, ref), far = p_sides(s, below=1.0), unreachable(s)
+        statistic.check(d[:, :n], s, len(d))
+        far = unreachable(s)
         for i in range(len(d)):
             res = cal.compare(np.zeros((n, QUERIES)), d[i, :n], design="paired")
-            less = cal.compare(np.zeros((n, QUERIES)), d[i, :n], alternative="less").p_value
-            assert math.isclose(res.p_value, sup[i], rel_tol=1e-9, abs_tol=1e-12), (n, i)
-            assert math.isclose(less, ref[i], rel_tol=1e-9, abs_tol=1e-12), (n, i)
-            assert math.isclose(res.df, s["df"][i], rel_tol=1e-9), (n, i)
             plan = seed_planning.seeds_for_margin(res.terms, abs(res.estimate), CI)
             assert (plan is None) == bool(far[i]), (n, i, plan)

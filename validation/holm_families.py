@@ -1,6 +1,6 @@
 """Holm refutation of a claim's family at its level: P(family refuted) / alpha when every
 member sits at its threshold (the null's boundary), for families of 4 and 12 members, at
-3, 4 and 5 seeds, in the regimes of bench/tail_levels.py (its draw and vectorised statistic).
+3, 4 and 5 seeds, in the regimes of validation/tail_levels.py (its draw and vectorised statistic).
 
 A family is refuted when Holm's first step rejects: the smallest member p at most alpha / m
 (decide.holm: the step-down adjusted p is m * min p there). Members are independent studies
@@ -10,25 +10,20 @@ reported one (calibrated.compare's, tail calibrated: stats/tail_calibration.py),
 ("greater"; the statistic is symmetric). The ratio prints with its Monte Carlo standard
 error; above 1.1 beyond it is an excess.
 
-    .venv/bin/python bench/holm_families.py [--families 20000]
+    .venv/bin/python -m validation.holm_families [--families 20000]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tail_levels import ALPHA, CHUNK, RULES, draw, statistic  # noqa: E402
-
-from workflow_scripts.claims.decide import holm  # noqa: E402
-from workflow_scripts.stats import tail_calibration as tc  # noqa: E402
+from validation.tail_levels import ALPHA, CHUNK, RULES, draw, statistic
+from workflow_scripts.claims.decide import holm
+from workflow_scripts.stats import tail_calibration as tc
 
 REGIMES = ("gaussian, seeds dominate", "gaussian, balanced", "heavy-tailed",
            "binary, seeds dominate")
@@ -57,10 +52,10 @@ def refuted_rate(rng, regime: str, seeds: int, q: int, members: int, families: i
     return hits / families
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--families", type=int, default=20_000)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     rng = np.random.default_rng(20261207)
     print(f"Holm refutation, every member at its threshold, alpha {ALPHA}, "
           f"{args.families} families a cell, 200 examples: rate / alpha (MC se)")

@@ -1,10 +1,11 @@
-"""Coverage and width of the calibrated interval at the edges (bench/coverage.py has the main grid).
+"""Coverage and width of the calibrated interval at the edges (validation/coverage.py: the main
+grid).
 
 Regimes the main grid lacks: binary per-example outcomes (a 0/1 score per example, example
 difficulty p ~ Beta(0.6, 1.4), arm b shifted by +0.15 on the logit scale, seed effects on the
 logit scale of sd 0 / 0.1 / 0.3), heavy-tailed seed effects (Student t3 scaled to the given
 sd), unpaired arms whose seed sds differ 10x, stratified benchmarks of very different sizes
-(30, 300 and 3,000 queries), and 2 seeds. Continuous cells draw as bench/coverage.py does:
+(30, 300 and 3,000 queries), and 2 seeds. Continuous cells draw as validation/coverage.py does:
 score = 0.5 + query (sd 0.2) + arm x query (sd 0.02) + seed + noise (sd 0.05), true delta 0.01.
 
 Per cell and df rule: coverage of the nominal 95% interval, median width, 99.9th percentile
@@ -18,31 +19,24 @@ rules (`RULES`), each as a plain t: `calibrated` (stats/calibrated.py's variance
 replaced: V = M + X - r with the example part clipped at 0, df = df_seed V / M).
 Each cell has its own generator seeded from its name.
 
-    nice -n 19 .venv/bin/python bench/coverage_edges.py [--trials 2000] [--cells binary]
-    .venv/bin/python bench/coverage_edges.py --theory    # the frontiers, exact integration
+    nice -n 19 .venv/bin/python -m validation.coverage_edges [--trials 2000] [--cells binary]
+    .venv/bin/python -m validation.coverage_edges --theory    # the frontiers, exact integration
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 from scipy import special, stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from workflow_scripts.stats import calibrated as cal  # noqa: E402
+from validation import model
+from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats.df_rule import DEFAULT_RULE, DfRule
 
 Z = float(special.ndtri(0.975))
 LOGIT_SHIFT, BETA = 0.15, (0.6, 1.4)
-
-
-def _rng(name: str) -> np.random.Generator:
-    return np.random.default_rng(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8],
-                                                "little"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -59,13 +53,11 @@ def _binary_truth(seed_sd: float, n: int = 2_000_000) -> float:
 
 def binary(seeds: int, seed_sd: float, design: str = "paired", queries: int = 300):
     def trial(rng):
-        lg = special.logit(np.clip(rng.beta(*BETA, queries), 1e-12, 1 - 1e-12))
-
-        def arm(shift):
-            p = special.expit(lg + shift + rng.normal(0, seed_sd, (seeds, 1)))
-            return (rng.random((seeds, queries)) < p).astype(float)
-
-        return arm(0.0), arm(LOGIT_SHIFT), design
+        p = np.clip(rng.beta(*BETA, (1, 1, queries)), 1e-12, 1 - 1e-12)
+        logit = special.logit(p)
+        a, b = (model.binary_scores(rng, logit, model.seed_effects(rng, 1, seeds, seed_sd),
+                                    shift)[0] for shift in (0.0, LOGIT_SHIFT))
+        return a, b, design
     return trial, _binary_truth(seed_sd)
 
 
@@ -73,22 +65,17 @@ def continuous(seeds: int, seed_sd: float, design: str = "paired", queries=300,
                heavy: bool = False, seed_sd_b: float | None = None):
     """queries: an int, or a tuple of per-benchmark sizes (stratified)."""
     sd_b = seed_sd if seed_sd_b is None else seed_sd_b
-
-    def seed_effects(rng, sd):
-        if heavy:  # Student t3 has variance 3: scaled to sd
-            return rng.standard_t(3, seeds) * sd / math.sqrt(3)
-        return rng.normal(0, sd, seeds)
+    shape = "t3" if heavy else "normal"
 
     def trial(rng):
-        sa, sb = seed_effects(rng, seed_sd), seed_effects(rng, sd_b)
+        sa, sb = (model.seed_effects(rng, 1, seeds, sd, shape) for sd in (seed_sd, sd_b))
         sizes = queries if isinstance(queries, tuple) else (queries,)
         a, b = {}, {}
         for k, q in enumerate(sizes):
-            query = rng.normal(0, 0.2, q)
-            a[k] = (0.5 + query + rng.normal(0, 0.02, q) + sa[:, None]
-                    + rng.normal(0, 0.05, (seeds, q)))
-            b[k] = (0.51 + query + rng.normal(0, 0.02, q) + sb[:, None]
-                    + rng.normal(0, 0.05, (seeds, q)))
+            query = model.example_effects(rng, 1, q, 0.2)
+            a[k], b[k] = (model.scores(rng, seed, query, level=level, interaction_sd=0.02,
+                                       noise_sd=0.05)[0]
+                          for level, seed in ((0.5, sa), (0.51, sb)))
         if len(sizes) == 1:
             a, b = a[0], b[0]
         return a, b, design
@@ -133,31 +120,20 @@ def _before(terms) -> tuple[float, float]:
     return var, min([df_seed * var / seed, *(t.df for t in ex)])
 
 
-_CONSTANTS = ("RESIDUAL_MARGIN", "SEED_FLOOR", "TWO_SEED_MARGIN", "TWO_SEED_FLOOR",
-              "TWO_SEED_SHARES")
-
-
 def _with(kappa: float, floor: float, two: tuple | None = None):
-    """stats/calibrated.py with other constants; two: (kappa, floor, (w0, w1)) at 2 seeds
-    (default: the module's)."""
-    def rule(terms):
-        old = [getattr(cal, c) for c in _CONSTANTS]
-        new = (kappa, floor, *(two or old[2:]))
-        for c, v in zip(_CONSTANTS, new, strict=True):
-            setattr(cal, c, v)
-        try:
-            return cal.total_variance(terms), cal.calibrated_df(terms)
-        finally:
-            for c, v in zip(_CONSTANTS, old, strict=True):
-                setattr(cal, c, v)
-    return rule
+    """The calibrated rule with other constants (a DfRule passed to calibrated.py); two:
+    (kappa, floor, w0, w1) at 2 seeds (default: the default rule's)."""
+    d = DEFAULT_RULE
+    rule = DfRule(kappa, floor, *(two or (d.two_kappa, d.two_floor, d.w0, d.w1)))
+    return lambda terms: (cal.total_variance(terms, rule=rule),
+                          cal.calibrated_df(terms, rule=rule))
 
 
 # (kappa, floor): the calibrated rule's neighbours on the coverage-width frontier
 CANDIDATES = [(0.0, 1.0), (0.25, 0.75), (0.15, 0.5), (1.0, 0.0)]
 RULES = {"calibrated": lambda t: (cal.total_variance(t), cal.calibrated_df(t)),
          **{f"kappa={k:g} floor={c:g}": _with(k, c) for k, c in CANDIDATES},
-         "previous (2 seeds: kappa=0.1 df_seed / share)": _with(0.1, 0.5, (0.1, 0.5, (0.0, 1.0))),
+         "previous (2 seeds: kappa=0.1 df_seed / share)": _with(0.1, 0.5, (0.1, 0.5, 0.0, 1.0)),
          "before": _before}
 
 
@@ -165,7 +141,7 @@ REPORTED = "reported (tail calibrated)"
 
 
 def run(name: str, trial, truth: float, trials: int) -> list[dict]:
-    rng = _rng(name)
+    rng = model.rng_for(name)
     names = [REPORTED, *RULES]
     est, half, dfs = np.empty(trials), {r: np.empty(trials) for r in names}, {
         r: np.empty(trials) for r in names}
@@ -217,10 +193,9 @@ def theory_cell(seeds: int, a: float, r: float, rule, n: int = 4000):
 
 
 def calibrated_rule(seeds: int) -> tuple:
-    """stats/calibrated.py's (kappa, floor[, w0, w1]) at this many seeds."""
-    if seeds == 2:
-        return cal.TWO_SEED_MARGIN, cal.TWO_SEED_FLOOR, *cal.TWO_SEED_SHARES
-    return cal.RESIDUAL_MARGIN, cal.SEED_FLOOR
+    """The default rule's (kappa, floor[, w0, w1]) at this many seeds."""
+    d = DEFAULT_RULE
+    return (d.two_kappa, d.two_floor, d.w0, d.w1) if seeds == 2 else (d.kappa, d.floor)
 
 
 # (kappa, floor, w0, w1) at 2 seeds: the 2-seed frontier (w1 = w0: always t_1)
@@ -250,13 +225,13 @@ def theory() -> list[str]:
     return lines
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--cells", nargs="*", default=[], help="run the cells whose name holds "
                     "any of these words (default: all)")
     ap.add_argument("--theory", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.theory:
         print("\n".join(theory()))
         return

@@ -1,4 +1,4 @@
-"""The tables bench/sequential.py prints (markdown): per-look levels, false "supported" with
+"""The tables validation/sequential.py prints (markdown): per-look levels, false "supported" with
 Monte Carlo intervals, power and seeds per rule and cell, the comparison with the fixed design
 of equal power, the looks' correlation and the calibrated p's tail."""
 
@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import math
 
-from bench.sequential_sim import ALPHA, EFFECTS, MAXIMA, START, Cell
+from validation.montecarlo import wilson
+from validation.sequential_sim import ALPHA, EFFECTS, MAXIMA, START, Cell
 
 TAIL = (0.001, 0.005, 0.01, 0.025)  # nominal levels whose real rate the tail table shows
 SHORT = {"seeds dominate": "S", "balanced": "B", "examples dominate": "E"}
-
-
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson interval of a binomial rate."""
-    p = k / n
-    mid, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (mid - half) / (1 + z * z / n), (mid + half) / (1 + z * z / n)
 
 
 def _rate(x: dict, key: str = "supported") -> float:

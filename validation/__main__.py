@@ -1,0 +1,5 @@
+"""python -m validation: validation/run.py."""
+
+from validation.run import main
+
+main()
