@@ -15,6 +15,7 @@ TINY_BENCHMARKS = ["tiny-a", "tiny-b"]
 def tiny_config(model_dir) -> dict:
     """Two depths, two budgets, two seeds, two tiny benchmarks, a tiny ladder."""
     return {
+        "study": "tiny",  # edited copies of the config (other file names) stay this study
         "base_model": str(model_dir),
         "depths": [1, 2],
         "strategies": ["top"],
