@@ -34,7 +34,7 @@ def test_embedded_config_dry_run(tmp_path):
     assert "ladder_download_cifar10" not in counts
     assert sum(counts.values()) == 90
     assert "--method dfa --k 4 " in out and "--seeds 456 " in out
-    assert "--out results/ladder/runs/d32L4/bp/k4/seed42.parquet" in out
+    assert "--out results/default/ladder/runs/d32L4/bp/k4/seed42.parquet" in out
     # the stage gets exactly the keys it reads, as one argument
     assert ("""--settings-json '{"ci": 0.95, "interval": "calibrated", "nboot": 2000, """
             """"seed": 0}'""") in out

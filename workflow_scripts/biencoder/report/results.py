@@ -24,7 +24,7 @@ from workflow_scripts.biencoder.report.compute_section import compute_section
 from workflow_scripts.biencoder.report.curves_section import curves_section
 from workflow_scripts.biencoder.report.latency_section import latency_section, read_fit
 from workflow_scripts.biencoder.report.markdown import ci_cell, fmt, interval, md_table, p_fmt
-from workflow_scripts.core import contracts, notation
+from workflow_scripts.core import contracts, notation, paths
 from workflow_scripts.core.contracts import ALL
 
 
@@ -177,11 +177,12 @@ def variance_section(var: pd.DataFrame, plan: pd.DataFrame, agree: pd.DataFrame,
     return "\n".join(out)
 
 
-def usage_section(usage: pd.DataFrame) -> str:
-    """results/usage.parquet: every job's record (core/launch.py), summed per rule."""
+def usage_section(usage: pd.DataFrame, records) -> str:
+    """The study's usage table: every job's record (core/launch.py, in the folder
+    `records`), summed per rule."""
     return ("## Measured time and memory per rule\n\nFrom every job's record (wall time, CPU "
             "time and peak resident memory of the job's process, written by core/launch.py "
-            "as results/benchmarks/<its log's name>.json), per rule: totals over its jobs, "
+            f"as {records}/<its log's name>.json), per rule: totals over its jobs, "
             "and its largest job's wall time (`seconds_max`) and peak memory "
             "(`max_rss_mb`). A job forked from the preload server counts the pages of the "
             "libraries it shares with it, as a fresh process on a node would hold them. To "
@@ -189,7 +190,7 @@ def usage_section(usage: pd.DataFrame) -> str:
             "`max_rss_mb` and a `runtime` (minutes) above its `seconds_max` / 60, with "
             "headroom (e.g. 1.5×) for larger inputs and slower nodes. The `usage` and "
             "`report` rules run after this table; their records are "
-            "results/benchmarks/usage.log.json and results/benchmarks/report.log.json."
+            f"{records}/usage.log.json and {records}/report.log.json."
             "\n\n" + md_table(usage[list(contracts.USAGE_COLUMNS)], 1) + "\n")
 
 
@@ -229,7 +230,8 @@ def build(stats_dir, latency_summary=None, latency_ladder=None, latency_coherenc
     if usage:
         use = contracts.read_usage(usage)
         if len(use):
-            parts.append(usage_section(use))
+            # the records lie beside the usage table, in the study's results folder
+            parts.append(usage_section(use, Path(usage).parent / paths.RECORDS))
     if cards:
         parts.append("## Data\n")
         for card in cards:
