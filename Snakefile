@@ -10,16 +10,13 @@ min_version("9.0")
 sys.path.insert(0, workflow.basedir)
 from workflow_scripts.core import runlock
 from workflow_scripts.core.configcheck import typed_overrides
-from workflow_scripts.study_config import check_config, job_environment
+from workflow_scripts.study_config import (
+    check_config,
+    configfile_study,
+    job_environment,
+)
 from workflow_scripts.study_plan import StudyPlan
 
-# Snakemake locks the folder only once its DAG is built; a second run building its DAG
-# meanwhile reads the files the first's jobs replace. So one run per folder, refused here.
-if workflow.is_main_process:
-    try:
-        runlock.take(sys.argv)
-    except runlock.RunLocked as e:
-        raise WorkflowError(str(e)) from None
 # The embedded default, unless `--configfile` names the config(s) to run: those replace it
 # (Snakemake would otherwise merge mappings such as `recipes:` key by key into the default's).
 # Stack files to combine them: --configfile config/config.yaml mine.yaml
@@ -30,6 +27,10 @@ if not workflow.overwrite_configfiles:
 
 # `--config key=[1, 2]` and `key={sub: 1}` hold strings as Snakemake reads them: typed first.
 typed_overrides(config, dict(workflow.config_settings.config))
+# Each study writes its own folders (results/<study>/, ...): the last config file's `study`,
+# else its name, unless `--config study=...` names it.
+if workflow.overwrite_configfiles and "study" not in workflow.config_settings.config:
+    config["study"] = configfile_study(workflow.overwrite_configfiles[-1])
 # One check, before any job: messages name the key; then the schemas' defaults are filled in.
 try:
     check_config(config)
@@ -38,8 +39,17 @@ try:
 except ValueError as e:
     raise WorkflowError(str(e)) from None
 # Everything the rules need to know about the config (workflow_scripts/study_plan.py): a
-# pure function of the config, never of what is on disk.
+# pure function of the config, never of what is on disk. PATHS: where its artifacts lie.
 PLAN = StudyPlan(config)
+PATHS = PLAN.paths
+# Snakemake locks the folder only once its DAG is built; a second run of the same study
+# building its DAG meanwhile reads the files the first's jobs replace. So one run per study,
+# refused here.
+if workflow.is_main_process:
+    try:
+        runlock.take(sys.argv, PATHS.name)
+    except runlock.RunLocked as e:
+        raise WorkflowError(str(e)) from None
 
 
 include: "rules/common.smk"

@@ -1,14 +1,15 @@
 """The numbers docs/ladder.md, docs/methods.md and docs/adaptive_seeds.md quote from the
 default study, made from a finished run's results folder, and checked against the docs.
 
-    .venv/bin/python bench/doc_numbers.py [--results results]          # print them
-    .venv/bin/python bench/doc_numbers.py [--results results] --check  # exit 1 if a doc differs
-    .venv/bin/python bench/doc_numbers.py [--results results] --write  # rewrite marked blocks
+    .venv/bin/python bench/doc_numbers.py [--results DIR]          # print them
+    .venv/bin/python bench/doc_numbers.py [--results DIR] --check  # exit 1 if a doc differs
+    .venv/bin/python bench/doc_numbers.py [--results DIR] --write  # rewrite marked blocks
 
 ladder and statistics (`--part`): `make study`'s results (about 5 minutes of a quiet 2-core
-machine). adaptive: the outcome of the looks on the default study with
-config/adaptive_demo.yaml from its first run (so that the look plan is registered before its
-data), from results/claims_looks.parquet, the look documents and the registration; it is the
+machine), in results/default. adaptive: the outcome of the looks of the adaptive_demo study
+(config/adaptive_demo.yaml stacked on the default; its own folder, so the look plan is
+registered before its data), from results/adaptive_demo's claims_looks.parquet, look
+documents and registration; it is the
 whole block between docs/adaptive_seeds.md's `<!-- doc_numbers: adaptive-outcome -->` and
 `<!-- /doc_numbers -->`, compared exactly and replaced by --write. Not a test: the test suite
 runs none of these studies (tests/test_doc_numbers.py checks the formatter on synthetic
@@ -70,8 +71,8 @@ def seeds_sentence(results: Path) -> str:
 
 
 def _in(results: Path, path: str) -> Path:
-    """A workflow path (core/paths.py, under results/) in the folder `results`."""
-    return results / Path(path).relative_to("results")
+    """A study's path (core/paths.py, relative to a results folder) in the folder `results`."""
+    return results / path
 
 
 def _p(p) -> str:
@@ -163,19 +164,21 @@ PARTS = ("ladder", "statistics", "adaptive")
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--results", type=Path, default=ROOT / "results")
+    ap.add_argument("--results", type=Path, help="the study's results folder (default: "
+                    "results/default; the adaptive part's results/adaptive_demo)")
     ap.add_argument("--part", nargs="+", choices=PARTS, default=list(PARTS))
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true")
     mode.add_argument("--write", action="store_true",
                       help="replace each doc's marked blocks with the run's (docs/*.md)")
     a = ap.parse_args()
+    default, demo = (a.results or ROOT / paths.Study(name).results
+                     for name in ("default", "adaptive_demo"))
     try:
-        want = {"ladder": ("docs/ladder.md", lambda: ladder_rows(a.results), None),
-                "statistics": ("docs/methods.md", lambda: [seeds_sentence(a.results)],
-                               None),
+        want = {"ladder": ("docs/ladder.md", lambda: ladder_rows(default), None),
+                "statistics": ("docs/methods.md", lambda: [seeds_sentence(default)], None),
                 "adaptive": ("docs/adaptive_seeds.md",
-                             lambda: [adaptive_outcome(a.results)], "adaptive-outcome")}
+                             lambda: [adaptive_outcome(demo)], "adaptive-outcome")}
         pieces = [(doc, name, piece) for part in a.part
                   for doc, make, name in [want[part]] for piece in make()]
     except contracts.DataError as e:

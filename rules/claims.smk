@@ -17,10 +17,10 @@ ADAPTIVE_SEEDS = bool(config.get("adaptive_seeds")) and PLAN.has_biencoder
 # data existed then (claims/registration.py): one added or edited after its data is post hoc.
 ONSTART.append(
     lambda: claim_registration.register_study(
-        paths.CLAIMS_REGISTRY,
+        PATHS.CLAIMS_REGISTRY,
         stage_settings.Claims.from_config(config),
         CLAIMS,
-        "results",
+        PATHS.results,
         CLAIM_GRID,
         stage_settings.Looks.from_config(config) if ADAPTIVE_SEEDS else None,
     )
@@ -32,15 +32,15 @@ if ADAPTIVE_SEEDS:
 
 rule claims:
     input:
-        results=[str(p) for p in claim_inputs("results", CLAIM_GRID, CLAIMS)],
+        results=[str(p) for p in claim_inputs(PATHS.results, CLAIM_GRID, CLAIMS)],
         looks=looks_done if ADAPTIVE_SEEDS else [],
         looks_evals=looks_evals if ADAPTIVE_SEEDS else [],
         code=code("claims.__main__"),
     output:
-        table=paths.CLAIMS_TABLE,
-        md=paths.CLAIMS_MD,
+        table=PATHS.CLAIMS_TABLE,
+        md=PATHS.CLAIMS_MD,
     log:
-        "logs/claims.log",
+        PATHS.log("claims"),
     localrule: True
     conda:
         CONDA_ENV
@@ -51,14 +51,14 @@ rule claims:
     shell:
         run_stage(
             "claims --settings-json {params.settings:q} --grid-json {params.grid:q}"
-            " --results results --table {output.table} --markdown {output.md}"
+            f" --results {PATHS.results} --table {{output.table}} --markdown {{output.md}}"
             " {params.looks} --threads {threads}",
         )
 
 
 rule claims_figure:
     input:
-        table=paths.CLAIMS_TABLE,
+        table=PATHS.CLAIMS_TABLE,
         code=code("claims.render"),
     output:
         [
@@ -66,7 +66,7 @@ rule claims_figure:
             for p in PLAN.claim_figures()
         ],
     log:
-        "logs/claims_figure.log",
+        PATHS.log("claims_figure"),
     localrule: True
     conda:
         CONDA_ENV

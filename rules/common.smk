@@ -34,8 +34,9 @@ shell.prefix(
     + "; "
 )
 # Every job runs its stage through core/launch.py: the stage's output goes to the job's log,
-# named logs/<rule>.log or logs/<rule>/..., and its wall time, CPU time and peak memory to
-# the record beside that name under results/benchmarks/ (the usage table globs them).
+# named logs/<study>/<rule>.log or logs/<study>/<rule>/... (PATHS.log), and its wall time, CPU
+# time and peak memory to the record beside that name under results/<study>/benchmarks/ (the
+# usage table globs them).
 LAUNCH = "python -m workflow_scripts.core.launch --log {log} --outputs {output} --"
 # Stages that import torch run, in a local run, in a process forked from one interpreter
 # that imported it once (core/launch.py): importing sentence-transformers costs more than a
@@ -144,7 +145,7 @@ onstart:
         if PLAN.has_biencoder:
             modules.append("sentence_transformers")
         os.environ.update(JOB_ENV)
-        PRELOAD.append(launch.start_server(modules, log="logs/preload.log"))
+        PRELOAD.append(launch.start_server(modules, log=PATHS.log("preload")))
         os.environ[launch.SOCKET_ENV] = PRELOAD[0].socket
 
 

@@ -1,18 +1,23 @@
 # Data: the embedded default generates its benchmarks and triples from docstrings of
 # installed libraries (workflow_scripts/biencoder/data/docstrings.py); nothing is downloaded.
-# The paper configs download the real datasets (biencoder/data/prepare_data.py).
+# The paper configs download the real datasets (biencoder/data/prepare_data.py). Data is
+# shared by every study (data/, keyed by dataset name: core/paths.py).
+
+# A benchmark's files (its folder, with the wildcard as the shell command names it).
+BEIR_OUTPUTS = dict(
+    zip(("corpus", "queries", "qrels"), paths.beir_files("{benchmark}")),
+    card=f"{paths.BEIR_DIR}/{paths.DATACARD}",
+)
+BEIR_OUT = paths.BEIR_DIR.format(benchmark="{wildcards.benchmark}")
 
 
 rule docstring_benchmark:
     input:
         code("biencoder.data.docstrings"),
     output:
-        corpus="data/beir/{benchmark}/corpus.jsonl",
-        queries="data/beir/{benchmark}/queries.jsonl",
-        qrels="data/beir/{benchmark}/qrels/test.tsv",
-        card="data/beir/{benchmark}/DATACARD.md",
+        **BEIR_OUTPUTS,
     log:
-        "logs/docstring_benchmark/{benchmark}.log",
+        PATHS.log("docstring_benchmark/{benchmark}"),
     wildcard_constraints:
         benchmark=regex(PLAN.datasets_of("docstrings")),
     localrule: True
@@ -27,7 +32,7 @@ rule docstring_benchmark:
     shell:
         run_stage(
             "biencoder.data.docstrings beir --settings-json {params.settings:q}"
-            " --exclude-packages {params.exclude} --out data/beir/{wildcards.benchmark}",
+            f" --exclude-packages {{params.exclude}} --out {BEIR_OUT}",
         )
 
 
@@ -35,10 +40,10 @@ rule docstring_triples:
     input:
         code("biencoder.data.docstrings"),
     output:
-        triples="data/train/{train_data}.parquet",
-        card="data/train/{train_data}.DATACARD.md",
+        triples=paths.TRAIN_DATA,
+        card=paths.TRAIN_CARD,
     log:
-        "logs/docstring_triples/{train_data}.log",
+        PATHS.log("docstring_triples/{train_data}"),
     wildcard_constraints:
         train_data=regex(PLAN.datasets_of("docstrings")),
     # The training jobs wait for this: the start of the longest chain (rules/train.smk).
@@ -67,12 +72,9 @@ rule beir_download:
             wc.benchmark, ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv"]
         ),
     output:
-        corpus="data/beir/{benchmark}/corpus.jsonl",
-        queries="data/beir/{benchmark}/queries.jsonl",
-        qrels="data/beir/{benchmark}/qrels/test.tsv",
-        card="data/beir/{benchmark}/DATACARD.md",
+        **BEIR_OUTPUTS,
     log:
-        "logs/beir_download/{benchmark}.log",
+        PATHS.log("beir_download/{benchmark}"),
     wildcard_constraints:
         benchmark=regex(PLAN.datasets_of("beir")),
     localrule: True
@@ -85,7 +87,7 @@ rule beir_download:
         run_stage(
             "biencoder.data.prepare_data beir --name {wildcards.benchmark}"
             " {params.location} --min-queries {params.min_queries} --download-dir"
-            " data/downloads --out data/beir/{wildcards.benchmark}",
+            f" {paths.DOWNLOADS} --out {BEIR_OUT}",
         )
 
 
@@ -98,10 +100,10 @@ rule beir_train:
             else []
         ),
     output:
-        pairs="data/train/{train_data}.parquet",
-        card="data/train/{train_data}.DATACARD.md",
+        pairs=paths.TRAIN_DATA,
+        card=paths.TRAIN_CARD,
     log:
-        "logs/beir_train/{train_data}.log",
+        PATHS.log("beir_train/{train_data}"),
     wildcard_constraints:
         train_data=regex(PLAN.datasets_of("beir-train")),
     priority: 1
@@ -113,7 +115,7 @@ rule beir_train:
     shell:
         run_stage(
             "biencoder.data.prepare_data beir-train --name {wildcards.train_data}"
-            " {params.location} --download-dir data/downloads --out {output.pairs}",
+            f" {{params.location}} --download-dir {paths.DOWNLOADS} --out {{output.pairs}}",
         )
 
 
@@ -121,10 +123,10 @@ rule triples_download:
     input:
         code("biencoder.data.prepare_data"),
     output:
-        triples="data/train/{train_data}.parquet",
-        card="data/train/{train_data}.DATACARD.md",
+        triples=paths.TRAIN_DATA,
+        card=paths.TRAIN_CARD,
     log:
-        "logs/triples_download/{train_data}.log",
+        PATHS.log("triples_download/{train_data}"),
     wildcard_constraints:
         train_data=regex(PLAN.datasets_of("triples-jsonl-gz")),
     priority: 1
@@ -142,6 +144,6 @@ rule triples_download:
     shell:
         run_stage(
             "biencoder.data.prepare_data triples --name {wildcards.train_data} --url"
-            " {params.url:q} --download-dir data/downloads {params.lines} --out"
+            f" {{params.url:q}} --download-dir {paths.DOWNLOADS} {{params.lines}} --out"
             " {output.triples}",
         )

@@ -12,14 +12,11 @@
 # outputs (so it is no rerun trigger). A `use rule … with:` names only the params it changes
 # (Snakemake merges them by name).
 
-TRAINED = f"{paths.MODEL_DIR}/model.safetensors"
-ONE_PASS_MODEL = paths.MODEL_DIR.replace("{depth}", str(PLAN.max_depth))
+# Which rule evaluates which arm (its wildcard constraints) is the study plan's registry
+# (study_plan.EVALUATIONS), as is the list of evaluation jobs it plans.
+TRAINED = f"{PATHS.MODEL_DIR}/model.safetensors"
+ONE_PASS_MODEL = PATHS.MODEL_DIR.replace("{depth}", str(PLAN.max_depth))
 ALL_DEPTHS = "--depths " + " ".join(map(str, PLAN.depths))
-# A curve recipe's final models are evaluated with their snapshots (evaluate_steps*).
-CURVE_RECIPES = regex(PLAN.curve_recipes)
-FINAL_ONLY_RECIPES = regex(r for r in PLAN.recipes if r not in PLAN.curve_recipes)
-PER_DEPTH = regex(PLAN.strategies)
-ONE_PASS = regex(TRAIN_ONCE)
 
 
 rule evaluate_trained:
@@ -28,12 +25,11 @@ rule evaluate_trained:
         data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        paths.EVAL,
+        PATHS.EVAL,
     log:
-        "logs/evaluate_trained/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}.log",
+        PATHS.log("evaluate_trained/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}"),
     wildcard_constraints:
-        recipe=FINAL_ONLY_RECIPES,
-        strategy=PER_DEPTH,
+        **PLAN.evaluation_constraints("evaluate_trained"),
     conda:
         CONDA_ENV
     resources:
@@ -63,12 +59,11 @@ use rule evaluate_trained as evaluate_train_once with:
         data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        at_depths(paths.EVAL),
+        at_depths(PATHS.EVAL),
     log:
-        "logs/evaluate_train_once/{recipe}/{strategy}/seed{seed}/{benchmark}.log",
+        PATHS.log("evaluate_train_once/{recipe}/{strategy}/seed{seed}/{benchmark}"),
     wildcard_constraints:
-        recipe=FINAL_ONLY_RECIPES,
-        strategy=ONE_PASS,
+        **PLAN.evaluation_constraints("evaluate_train_once"),
     params:
         source=lambda wc, input: f"--model {os.path.dirname(input.model)}",
         depths=ALL_DEPTHS,
@@ -80,11 +75,11 @@ use rule evaluate_trained as evaluate_base with:
         data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        paths.BASE_EVAL,
+        PATHS.BASE_EVAL,
     log:
-        "logs/evaluate_base/{strategy}{depth}/{benchmark}.log",
-    wildcard_constraints:  # strategy top: evaluate_base_one_pass
-        strategy=regex(s for s in PLAN.strategies if s != PER_DEPTH_REFERENCE),
+        PATHS.log("evaluate_base/{strategy}{depth}/{benchmark}"),
+    wildcard_constraints:
+        **PLAN.evaluation_constraints("evaluate_base"),
     params:
         source=f"--base {shlex.quote(str(config['base_model']))}",
         depths=lambda wc: f"--depth {wc.depth}",
@@ -95,11 +90,11 @@ use rule evaluate_trained as evaluate_base with:
 
 use rule evaluate_base as evaluate_base_one_pass with:
     output:
-        at_depths(paths.BASE_EVAL),
+        at_depths(PATHS.BASE_EVAL),
     log:
-        "logs/evaluate_base_one_pass/{strategy}/{benchmark}.log",
+        PATHS.log("evaluate_base_one_pass/{strategy}/{benchmark}"),
     wildcard_constraints:
-        strategy=PER_DEPTH_REFERENCE,
+        **PLAN.evaluation_constraints("evaluate_base_one_pass"),
     params:
         depths=ALL_DEPTHS,
         out=lambda wc, output: spaced(output),
@@ -107,19 +102,18 @@ use rule evaluate_base as evaluate_base_one_pass with:
 
 use rule evaluate_trained as evaluate_steps with:
     input:
-        steps=f"{paths.MODEL_DIR}/steps",
+        steps=f"{PATHS.MODEL_DIR}/steps",
         model=TRAINED,
-        summary=f"{paths.MODEL_DIR}/train_summary.json",
+        summary=f"{PATHS.MODEL_DIR}/train_summary.json",
         data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        steps=paths.EVAL_STEPS,
-        final=paths.EVAL,
+        steps=PATHS.EVAL_STEPS,
+        final=PATHS.EVAL,
     log:
-        "logs/evaluate_steps/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}.log",
+        PATHS.log("evaluate_steps/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}"),
     wildcard_constraints:
-        recipe=CURVE_RECIPES,
-        strategy=PER_DEPTH,
+        **PLAN.evaluation_constraints("evaluate_steps"),
     resources:
         mem_mb=3000,
         runtime=120,
@@ -137,13 +131,14 @@ use rule evaluate_steps as evaluate_steps_train_once with:
         data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        steps=at_depths(paths.EVAL_STEPS),
-        final=at_depths(paths.EVAL),
+        steps=at_depths(PATHS.EVAL_STEPS),
+        final=at_depths(PATHS.EVAL),
     log:
-        "logs/evaluate_steps_train_once/{recipe}/{strategy}/seed{seed}/{benchmark}.log",
+        PATHS.log(
+            "evaluate_steps_train_once/{recipe}/{strategy}/seed{seed}/{benchmark}"
+        ),
     wildcard_constraints:
-        recipe=CURVE_RECIPES,
-        strategy=ONE_PASS,
+        **PLAN.evaluation_constraints("evaluate_steps_train_once"),
     params:
         depths=ALL_DEPTHS,
         out=lambda wc, output: spaced(output.steps),

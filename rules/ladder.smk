@@ -3,7 +3,7 @@
 # so an interrupted ladder resumes where it stopped. A digits run is shorter than importing
 # torch: the runs of a local run share one preloaded interpreter (rules/common.smk). Then
 # stats, identity check, figure and the markdown summary that the report pastes into
-# results/RESULTS.md.
+# the study's RESULTS.md.
 from workflow_scripts.ladder import CIFAR_DIR, CIFAR_TEST, CIFAR_TRAIN, KINDS
 
 LADDER = config["ladder"]
@@ -15,8 +15,10 @@ LADDER_RES = {
     "cifar10": {"data_mb": 4000, "train_mb": 6000, "run_min": 360},
 }[LADDER_DATASET]
 LADDER_CIFAR = LADDER_DATASET == "cifar10"
-LADDER_TARBALL = f"data/ladder/{os.path.basename(LADDER['dataset']['url'])}"
-LADDER_BIN_DIR = f"data/ladder/cifar10/{CIFAR_DIR}"
+LADDER_TARBALL = (
+    f"{os.path.dirname(paths.LADDER_DATA)}/{os.path.basename(LADDER['dataset']['url'])}"
+)
+LADDER_BIN_DIR = f"{paths.LADDER_CIFAR_DIR}/{CIFAR_DIR}"
 LADDER_BINS = [f"{LADDER_BIN_DIR}/{name}" for name in [*CIFAR_TRAIN, CIFAR_TEST]]
 
 
@@ -33,7 +35,7 @@ rule ladder_download_cifar10:
         tarball=LADDER_TARBALL,
         bins=LADDER_BINS,
     log:
-        "logs/ladder_download_cifar10.log",
+        PATHS.log("ladder_download_cifar10"),
     localrule: True
     conda:
         CONDA_ENV
@@ -44,8 +46,8 @@ rule ladder_download_cifar10:
         md5=LADDER["dataset"]["md5"],
     shell:
         run_stage(
-            "ladder.data download --out-dir data/ladder/cifar10 --url {params.url:q} --md5"
-            " {params.md5}",
+            f"ladder.data download --out-dir {paths.LADDER_CIFAR_DIR} --url {{params.url:q}}"
+            " --md5 {params.md5}",
         )
 
 
@@ -56,7 +58,7 @@ rule ladder_prepare:
     output:
         PLAN.ladder_data,
     log:
-        f"logs/ladder_prepare/{LADDER_DATASET}.log",
+        PATHS.log(f"ladder_prepare/{LADDER_DATASET}"),
     conda:
         CONDA_ENV
     resources:
@@ -78,9 +80,9 @@ rule ladder_train:
         data=PLAN.ladder_data,
         code=code("ladder.train"),
     output:
-        paths.LADDER_RUN,
+        PATHS.LADDER_RUN,
     log:
-        "logs/ladder_train/{arch}/{method}/k{k}/seed{seed}.log",
+        PATHS.log("ladder_train/{arch}/{method}/k{k}/seed{seed}"),
     wildcard_constraints:
         arch=regex(PLAN.ladder_archs),
         method=regex(LADDER["methods"]),
@@ -106,9 +108,9 @@ rule ladder_train:
 
 use rule ladder_train as ladder_standalone with:
     output:
-        paths.LADDER_STANDALONE,
+        PATHS.LADDER_STANDALONE,
     log:
-        "logs/ladder_standalone/{arch}/{kind}/seed{seed}.log",
+        PATHS.log("ladder_standalone/{arch}/{kind}/seed{seed}"),
     wildcard_constraints:
         arch=regex(PLAN.ladder_archs),
         kind=regex(KINDS),
@@ -122,9 +124,9 @@ rule ladder_identity:
         runs=PLAN.ladder_runs(k=0),
         code=code("ladder.identity"),
     output:
-        paths.LADDER_IDENTITY,
+        PATHS.LADDER_IDENTITY,
     log:
-        "logs/ladder_identity.log",
+        PATHS.log("ladder_identity"),
     conda:
         CONDA_ENV
     resources:
@@ -149,9 +151,9 @@ rule ladder_stats:
         standalone=PLAN.ladder_standalone(),
         code=code("ladder.stats"),
     output:
-        **{t: paths.LADDER_TABLE.format(table=t) for t in paths.LADDER_TABLES},
+        **{t: PATHS.LADDER_TABLE.format(table=t) for t in paths.LADDER_TABLES},
     log:
-        "logs/ladder_stats.log",
+        PATHS.log("ladder_stats"),
     localrule: True
     conda:
         CONDA_ENV
@@ -171,7 +173,7 @@ rule ladder_stats:
 
 rule ladder_figure:
     input:
-        table=paths.LADDER_TABLE.format(table="table"),
+        table=PATHS.LADDER_TABLE.format(table="table"),
         code=code("ladder.report"),
     output:
         [
@@ -179,7 +181,7 @@ rule ladder_figure:
             for p in PLAN.ladder_figures()
         ],
     log:
-        "logs/ladder_figure.log",
+        PATHS.log("ladder_figure"),
     localrule: True
     conda:
         CONDA_ENV
@@ -193,13 +195,13 @@ rule ladder_figure:
 
 rule ladder_summary:
     input:
-        **{t: paths.LADDER_TABLE.format(table=t) for t in paths.LADDER_TABLES},
-        identity=paths.LADDER_IDENTITY,
+        **{t: PATHS.LADDER_TABLE.format(table=t) for t in paths.LADDER_TABLES},
+        identity=PATHS.LADDER_IDENTITY,
         code=code("ladder.report"),
     output:
-        paths.LADDER_SUMMARY,
+        PATHS.LADDER_SUMMARY,
     log:
-        "logs/ladder_summary.log",
+        PATHS.log("ladder_summary"),
     localrule: True
     conda:
         CONDA_ENV

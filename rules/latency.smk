@@ -10,9 +10,9 @@ rule latency_run:
     input:
         code=code("biencoder.latency.profile"),
     output:
-        paths.LATENCY_RUN,
+        PATHS.LATENCY_RUN,
     log:
-        "logs/latency_run/run{r}.log",
+        PATHS.log("latency_run/run{r}"),
     conda:
         CONDA_ENV
     threads: all_cores()
@@ -43,11 +43,11 @@ rule latency_summary:
         runs=PLAN.latency_runs(),
         code=code("biencoder.latency.summary"),
     output:
-        summary=paths.LATENCY_SUMMARY,
-        coherence=paths.LATENCY_COHERENCE,
-        ladder=paths.LATENCY_LADDER,
+        summary=PATHS.LATENCY_SUMMARY,
+        coherence=PATHS.LATENCY_COHERENCE,
+        ladder=PATHS.LATENCY_LADDER,
     log:
-        "logs/latency_summary.log",
+        PATHS.log("latency_summary"),
     localrule: True
     conda:
         CONDA_ENV

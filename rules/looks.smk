@@ -1,7 +1,7 @@
 # Seeds on demand (config adaptive_seeds, docs/adaptive_seeds.md): a Snakemake checkpoint per
 # look k reads the per-query evaluations of the claims still open at the seeds look k-1 gave
 # them (its document's `next`), decides them with the look's boundary and writes
-# results/looks/look{k}.json: the decisions and the seeds of the next look. Only those seeds'
+# results/<study>/looks/look{k}.json: the decisions and the seeds of the next look. Only those seeds'
 # models are new jobs (rule train, one job per model), so no finished model is touched. The
 # claims rule walks the looks until one says stop (IncompleteCheckpointException in between:
 # Snakemake runs that look, then plans again).
@@ -24,7 +24,7 @@ LOOK0_ARMS = {
 # is said before it runs (its jobs are planned only once Snakemake has read the document).
 def _look_on_disk(k):
     try:
-        with open(paths.LOOK.format(k=k), encoding="utf-8") as f:
+        with open(PATHS.LOOK.format(k=k), encoding="utf-8") as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
@@ -32,8 +32,8 @@ def _look_on_disk(k):
 
 LOOKS_ON_DISK = looks_pending.chain(_look_on_disk)
 LOOKS_PROMISED = [
-    *looks_pending.looks_files(LOOKS_ON_DISK),
-    *looks_pending.evaluations(LOOKS_ON_DISK, CLAIMS, CLAIM_GRID),
+    *looks_pending.looks_files(LOOKS_ON_DISK, PATHS.results),
+    *looks_pending.evaluations(LOOKS_ON_DISK, CLAIMS, CLAIM_GRID, PATHS.results),
 ]
 if workflow.is_main_process:
     _note = looks_pending.note(
@@ -51,9 +51,9 @@ checkpoint claims_look:
         unpack(look_inputs),
         code=code("claims.looks"),
     output:
-        paths.LOOK,
+        PATHS.LOOK,
     log:
-        "logs/claims_look/look{k}.log",
+        PATHS.log("claims_look/look{k}"),
     localrule: True
     conda:
         CONDA_ENV
@@ -67,7 +67,7 @@ checkpoint claims_look:
         run_stage(
             "claims.looks --settings-json {params.settings:q} --grid-json {params.grid:q}"
             " --adaptive-json {params.adaptive:q} --look {wildcards.k} {params.previous}"
-            " --results results --out {output} --threads {threads}",
+            f" --results {PATHS.results} --out {{output}} --threads {{threads}}",
         )
 
 
@@ -76,9 +76,9 @@ rule claims_looks:
         looks=looks_done,
         code=code("claims.looks"),
     output:
-        paths.LOOKS_TABLE,
+        PATHS.LOOKS_TABLE,
     log:
-        "logs/claims_looks.log",
+        PATHS.log("claims_looks"),
     localrule: True
     conda:
         CONDA_ENV

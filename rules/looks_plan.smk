@@ -18,8 +18,8 @@ def look_inputs(wc):
         claims = [
             c for c in CLAIMS if doc["claims"].get(c.id, {}).get("status") == "open"
         ]
-        previous = [paths.LOOK.format(k=k - 1)]
-    evals = [str(p) for p in claim_inputs("results", CLAIM_GRID, claims, arms)]
+        previous = [PATHS.LOOK.format(k=k - 1)]
+    evals = [str(p) for p in claim_inputs(PATHS.results, CLAIM_GRID, claims, arms)]
     return {"evals": evals, "previous": previous}
 
 
@@ -28,7 +28,7 @@ def looks_done(wc=None):
     k = 0
     while not read_look(k)["stop"]:
         k += 1
-    return [paths.LOOK.format(k=i) for i in range(k + 1)]
+    return [PATHS.LOOK.format(k=i) for i in range(k + 1)]
 
 
 def looks_evals(wc):
@@ -37,5 +37,5 @@ def looks_evals(wc):
     files = []
     for c in LOOK0_CLAIMS:
         arms = claim_adaptive.arms_of(last["claims"][c.id]["arms"])
-        files += [str(p) for p in claim_inputs("results", CLAIM_GRID, [c], arms)]
+        files += [str(p) for p in claim_inputs(PATHS.results, CLAIM_GRID, [c], arms)]
     return list(dict.fromkeys(files))

@@ -10,9 +10,9 @@ rule stats:
         evals=PLAN.trained_eval_files() + PLAN.base_eval_files(),
         code=code("biencoder.stats"),
     output:
-        [paths.STATS_TABLE.format(table=t) for t in STATS_TABLES],
+        [PATHS.STATS_TABLE.format(table=t) for t in STATS_TABLES],
     log:
-        "logs/stats.log",
+        PATHS.log("stats"),
     localrule: True
     conda:
         CONDA_ENV
@@ -25,7 +25,8 @@ rule stats:
         expect=PLAN.expected_grid(),
     shell:
         run_stage(
-            "biencoder.stats --evals {input.evals} --out-dir results/stats --settings-json"
+            f"biencoder.stats --evals {{input.evals}} --out-dir {PATHS.STATS_DIR}"
+            " --settings-json"
             " {params.settings:q} --budget-order {params.budget_order} --expect-json"
             " {params.expect:q} --threads {threads}",
         )
@@ -36,9 +37,9 @@ rule curves:
         evals=PLAN.curve_input_files(),
         code=code("biencoder.curves"),
     output:
-        [paths.STATS_TABLE.format(table=t) for t in CURVE_TABLES],
+        [PATHS.STATS_TABLE.format(table=t) for t in CURVE_TABLES],
     log:
-        "logs/curves.log",
+        PATHS.log("curves"),
     localrule: True
     conda:
         CONDA_ENV
@@ -51,7 +52,8 @@ rule curves:
     shell:
         run_stage(
             "biencoder.curves --evals {input.evals} --settings-json {params.settings:q}"
-            " --grid-json {params.grid:q} --out-dir results/stats --threads {threads}",
+            f" --grid-json {{params.grid:q}} --out-dir {PATHS.STATS_DIR}"
+            " --threads {threads}",
         )
 
 
@@ -60,9 +62,9 @@ rule compute:
         summaries=PLAN.summaries(),
         code=code("biencoder.compute"),
     output:
-        paths.STATS_TABLE.format(table="compute"),
+        PATHS.STATS_TABLE.format(table="compute"),
     log:
-        "logs/compute.log",
+        PATHS.log("compute"),
     localrule: True
     conda:
         CONDA_ENV

@@ -12,11 +12,11 @@ rule train:
         triples=paths.TRAIN_DATA.format(train_data=PLAN.train_data),
         code=code("biencoder.train"),
     output:
-        model=f"{paths.MODEL_DIR}/model.safetensors",
-        steps=directory(f"{paths.MODEL_DIR}/steps"),
-        summary=f"{paths.MODEL_DIR}/train_summary.json",
+        model=f"{PATHS.MODEL_DIR}/model.safetensors",
+        steps=directory(f"{PATHS.MODEL_DIR}/steps"),
+        summary=f"{PATHS.MODEL_DIR}/train_summary.json",
     log:
-        "logs/train/{recipe}/{strategy}{depth}/seed{seed}.log",
+        PATHS.log("train/{recipe}/{strategy}{depth}/seed{seed}"),
     # Trainings (and their triples) first: they head the longest chains (train, evaluate,
     # curves); the short jobs of the ladder and of evaluation then fill the cores at the end
     # instead of one long training running alone.

@@ -174,11 +174,12 @@ def test_a_look_refuses_a_plan_made_with_other_settings(tmp_path):
                        doc, tmp_path / "results")
     # It names both plans and what a reset does: recorded, the driving claims post hoc.
     message = str(refused.value)
-    assert message.startswith("look 0's document (results/looks/look0.json) was made with "
+    results = tmp_path / "results"
+    assert message.startswith(f"look 0's document ({results}/looks/look0.json) was made with "
                               "another look plan (looks at 3, 4, 5 seeds per arm")
     assert "than the config's (looks at 3, 4, 5, 6 seeds per arm" in message
-    assert ("remove results/looks; the reset is recorded: results/claims_registration.json "
-            "keeps the first plan in its history") in message
+    assert (f"remove {results}/looks; the reset is recorded: {results}/"
+            "claims_registration.json keeps the first plan in its history") in message
     assert "the claims they drive (d) will be decided and shown as post hoc" in message
 
 

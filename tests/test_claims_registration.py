@@ -216,12 +216,12 @@ def test_the_looks_section_says_why_a_plan_is_post_hoc():
     record, _ = reg.update({}, [A], has_data=lambda c: False, now="t0")
     assert registration_text(record, PLAN) == (
         "**Post hoc.** The claims this plan drives (a) are post hoc, their verdicts not "
-        "covered by the error rate: it is not the plan results/claims_registration.json "
+        "covered by the error rate: it is not the plan the study's claims_registration.json "
         "records.")
     on, _ = reg.update_plan(record, PLAN, had_data=False, now="t0")
     assert registration_text(on, PLAN).startswith(
         "**Registered before the data.** This plan was recorded in "
-        "results/claims_registration.json at t0, before any data of the claims it drives (a) "
+        "the study's claims_registration.json at t0, before any data of the claims it drives (a) "
         "existed: the report at the starting 3 seeds per arm is look 0 of this plan, so those "
         "claims are decided there at its level 4.27e-05 (not at the fixed-seed α)")
     off, _ = reg.update_plan(on, None, True, "t1")

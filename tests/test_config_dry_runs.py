@@ -44,12 +44,13 @@ def test_each_config_dry_run_lists_the_plans_jobs(tmp_path, paper_hub_env, name)
 def test_default_dry_run_commands(tmp_path):
     proc = snakemake(tmp_path, "-n", "--cores", "2")
     # one job per model: a training's command names its one seed and folder
-    train_job = next(line for line in proc.stdout.splitlines()
-                     if "biencoder.train " in line and "--out checkpoints/long/top3/seed43" in line)
+    train_job = next(line for line in proc.stdout.splitlines() if "biencoder.train " in line
+                     and "--out checkpoints/default/long/top3/seed43" in line)
     assert "--strategy top --depth 3 --seed 43 " in train_job
     # every job runs through the launcher, its log named after its rule
-    assert "core.launch --preloaded --log logs/train/long/top3/seed43.log" in train_job
-    assert "--log logs/ladder_train/" in proc.stdout and "--log logs/stats.log" in proc.stdout
+    assert "core.launch --preloaded --log logs/default/train/long/top3/seed43.log" in train_job
+    assert "--log logs/default/ladder_train/" in proc.stdout
+    assert "--log logs/default/stats.log" in proc.stdout
 
 
 def _set(cfg, path, value):

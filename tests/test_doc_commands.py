@@ -96,7 +96,7 @@ def _nothing_to_do(out: str, wd: Path) -> None:
 
 def _only_pareto(out: str, wd: Path) -> None:  # "rebuild one figure: only its rule runs"
     assert job_counts(out) == {"figure_pareto": 1}, out[-2000:]
-    assert (wd / "results/figures/pareto.png").stat().st_size > 0
+    assert (wd / "results/default/figures/pareto.png").stat().st_size > 0
 
 
 def _written(name: str):
@@ -108,12 +108,12 @@ def _written(name: str):
 EXPECTED = {
     ("docs/guide.md", "snakemake -n"): _nothing_to_do,  # a finished study: nothing would run
     ("docs/guide.md", "snakemake --cores all"): _nothing_to_do,  # already up to date
-    ("docs/guide.md", "rm results/figures/pareto.png && snakemake --cores 1 "
-                      "results/figures/pareto.png"): _only_pareto,
+    ("docs/guide.md", "rm results/default/figures/pareto.png && snakemake --cores 1 "
+                      "results/default/figures/pareto.png"): _only_pareto,
     ("docs/guide.md", "snakemake --dag | dot -Tsvg > dag.svg"): _written("dag.svg"),
     ("docs/guide.md", "snakemake --rulegraph | dot -Tsvg > rules.svg"): _written("rules.svg"),
-    ("docs/guide.md", "snakemake --report results/report.html"):
-        _written("results/report.html"),
+    ("docs/guide.md", "snakemake --report results/default/report.html"):
+        _written("results/default/report.html"),
     ("docs/guide.md", "snakemake --cores 2 ladder"): _nothing_to_do,
 }
 

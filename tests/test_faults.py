@@ -82,6 +82,24 @@ def test_only_a_run_that_runs_jobs_takes_the_folder_lock():
         assert not runlock.runs_jobs(["snakemake", *argv]), argv
 
 
+def test_the_run_lock_is_per_study(tmp_path):
+    """A run of study a holds a's lock only: a second run of a is refused, one of b is not."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from workflow_scripts.core import runlock; "
+         "runlock.take(['snakemake'], 'a', sys.argv[1]); print('held', flush=True); "
+         "time.sleep(60)", str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(runlock.RunLocked, match="running study a in"):
+            runlock.take(["snakemake"], "a", tmp_path)
+        runlock.take(["snakemake"], "b", tmp_path)  # another study: its own lock
+        assert (tmp_path / runlock.LOCKS / "b.lock").read_text().startswith("pid")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 @pytest.mark.slow
 def test_a_second_run_in_a_running_studys_folder_is_refused_before_its_dag(tmp_path):
     """Two runs started together once ended in `WorkflowError: Unable to obtain modification
@@ -94,7 +112,7 @@ def test_a_second_run_in_a_running_studys_folder_is_refused_before_its_dag(tmp_p
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              preexec_fn=ctrl_c_reaches_it)
     try:
-        lock = tmp_path / runlock.LOCK
+        lock = tmp_path / runlock.LOCKS / "default.lock"
         deadline = time.monotonic() + 120
         while not (lock.exists() and lock.read_text().startswith("pid")):
             assert first.poll() is None and time.monotonic() < deadline, "the first never ran"
@@ -104,7 +122,7 @@ def test_a_second_run_in_a_running_studys_folder_is_refused_before_its_dag(tmp_p
         second = snakemake(tmp_path, "--cores", "1", check=False)
         said = second.stdout + second.stderr
         assert second.returncode != 0
-        assert f"another Snakemake is running this workflow in {tmp_path}" in said, said[-2000:]
+        assert f"another Snakemake is running study default in {tmp_path}" in said, said[-2000:]
         assert "pid " in said and "Building DAG" not in said
         assert snakemake(tmp_path, "-n", "--cores", "1").returncode == 0
     finally:

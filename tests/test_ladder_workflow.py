@@ -34,14 +34,14 @@ def test_embedded_config_dry_run(tmp_path):
     assert "ladder_download_cifar10" not in counts
     assert sum(counts.values()) == 90
     assert "--method dfa --k 4 " in out and "--seeds 456 " in out
-    assert "--out results/ladder/runs/d32L4/bp/k4/seed42.parquet" in out
+    assert "--out results/default/ladder/runs/d32L4/bp/k4/seed42.parquet" in out
     # the stage gets exactly the keys it reads, as one argument
     assert ("""--settings-json '{"ci": 0.95, "interval": "calibrated", "nboot": 2000, """
             """"seed": 0}'""") in out
 
 
 def write_config(path, ladder: dict) -> str:
-    path.write_text(yaml.safe_dump({"ladder": ladder}))
+    path.write_text(yaml.safe_dump({"study": "default", "ladder": ladder}))
     return str(path)
 
 
@@ -53,16 +53,16 @@ def test_tiny_ladder_end_to_end_and_resume(tiny_run, tiny_run_copy, tmp_path):
 
     wd, _, proc = tiny_run
     counts = job_counts(proc.stdout + proc.stderr)
-    res = wd / "results/ladder"
+    res = wd / "results/default/ladder"
     table = pd.read_parquet(res / "table.parquet")
     assert len(table) == 2 and set(table.n_seeds) == {2}
     cross = pd.read_parquet(res / "crosscheck.parquet")
     assert (cross.same_predictions == 1.0).all()  # BP k=0/k=L == standalone frozen/full
     assert "### Paired comparisons" in (res / "summary.md").read_text()
-    assert (wd / "results/figures/depth_ladder.png").stat().st_size > 0
+    assert (wd / "results/default/figures/depth_ladder.png").stat().st_size > 0
     assert counts["ladder_train"] == 4 and counts["ladder_standalone"] == 4  # 2 k, 2 seeds
-    records = [p for p in (wd / "results/benchmarks").rglob("*.json")
-               if p.relative_to(wd / "results/benchmarks").parts[0].startswith("ladder_")]
+    records = [p for p in (wd / "results/default/benchmarks").rglob("*.json")
+               if p.relative_to(wd / "results/default/benchmarks").parts[0].startswith("ladder_")]
     assert len(records) == sum(n for r, n in counts.items()  # every job but `ladder`
                                if r.startswith("ladder_"))
 
@@ -79,7 +79,7 @@ def test_tiny_ladder_end_to_end_and_resume(tiny_run, tiny_run_copy, tmp_path):
     # an interrupted ladder (one run and the summaries missing) redoes only what is missing
     for f in ("runs/t/bp/k1/seed2.parquet", "table.parquet", "comparisons.parquet",
               "crosscheck.parquet", "summary.md"):
-        (copy_wd / "results/ladder" / f).unlink()
+        (copy_wd / "results/default/ladder" / f).unlink()
     dry = snakemake(copy_wd, *args, "--cores", "1", "-n")
     assert job_counts(dry.stdout + dry.stderr) == {
         "ladder_train": 1, "ladder_stats": 1, "ladder_figure": 1, "ladder_summary": 1,

@@ -79,7 +79,7 @@ def test_laptop_study_runs_end_to_end_on_served_data(six_layer_model, tmp_path):
         # the study trains on or not
         proc = snakemake(wd, "--configfile", str(cfg), "--cores", "2", "all",
                          "data/train/scifact-train.parquet")
-        assert (wd / "results/RESULTS.md").exists(), proc.stderr[-3000:]
+        assert (wd / "results/laptop/RESULTS.md").exists(), proc.stderr[-3000:]
 
         datasets, train = config["datasets"], config["train_data"]
         # The triples file: streamed, stopped after N lines, never served whole
@@ -103,7 +103,7 @@ def test_laptop_study_runs_end_to_end_on_served_data(six_layer_model, tmp_path):
             card = (wd / f"data/beir/{b}/DATACARD.md").read_text()
             assert datasets[b]["url"] in card and datasets[b]["md5"] in card
         # RESULTS.md holds every card
-        results = (wd / "results/RESULTS.md").read_text()
+        results = (wd / "results/laptop/RESULTS.md").read_text()
         cards = [f"data/train/{train}.DATACARD.md",
                  *(f"data/beir/{b}/DATACARD.md" for b in config["benchmarks"])]
         assert all(f"### {c}\n" in results for c in cards)

@@ -65,12 +65,13 @@ def test_the_next_looks_cost_counts_one_training_per_model_and_a_job_per_model_b
 def test_the_chain_and_its_files_are_the_looks_on_disk_and_the_next_one():
     docs = {0: {"look": 0, "stop": False}, 1: {"look": 1, "stop": True}, 2: {"look": 2}}
     assert pending.chain(docs.get) == [docs[0], docs[1]]  # stops at the one saying stop
-    assert pending.looks_files([docs[0], docs[1]]) == ["results/looks/look0.json",
-                                                       "results/looks/look1.json"]
+    results = "results/demo"
+    assert pending.looks_files([docs[0], docs[1]], results) == [
+        "results/demo/looks/look0.json", "results/demo/looks/look1.json"]
     assert pending.chain({0: docs[0]}.get) == [docs[0]]  # look 1 not written yet
-    assert pending.looks_files([docs[0]]) == ["results/looks/look0.json",
-                                              "results/looks/look1.json"]
-    assert pending.looks_files([]) == ["results/looks/look0.json"]
+    assert pending.looks_files([docs[0]], results) == ["results/demo/looks/look0.json",
+                                                       "results/demo/looks/look1.json"]
+    assert pending.looks_files([], results) == ["results/demo/looks/look0.json"]
 
 
 def test_the_looks_evaluations_are_every_seed_a_look_read_or_asks_for():
@@ -80,12 +81,13 @@ def test_the_looks_evaluations_are_every_seed_a_look_read_or_asks_for():
     doc = _look0(plan)
     doc["claims"] = {"per-depth-beats-train-once": {"status": "open", "arms": doc["next"]},
                      "gone-from-config": {"status": "open", "arms": doc["next"]}}
-    files = pending.evaluations([doc], claims, grid)
-    assert "results/eval/short/top1/seed47/beir-nfcorpus-docstrings.parquet" not in files
+    files = pending.evaluations([doc], claims, grid, plan.paths.results)
+    assert (f"{plan.paths.results}/eval/short/top1/seed47/beir-nfcorpus-docstrings.parquet"
+            not in files)
     seeds = {f.split("/seed")[1].split("/")[0] for f in files if "/short/" in f}
     assert seeds == {str(s) for s in doc["next"][0][3]}
     assert len(files) == len(set(files))
-    assert all(f.startswith("results/eval/") for f in files)
+    assert all(f.startswith(f"{plan.paths.results}/eval/") for f in files)
 
 
 def test_one_file_is_one_argument_never_its_characters():

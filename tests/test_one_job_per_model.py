@@ -48,10 +48,10 @@ def _config(model) -> dict:
 
 
 def _targets(conf) -> list[str]:
-    models = [f"checkpoints/{r}/top1/seed{s}/model.safetensors"
+    models = [f"checkpoints/study/{r}/top1/seed{s}/model.safetensors"
               for r, spec in conf["recipes"].items() for s in spec["seeds"]]
     lad = conf["ladder"]
-    runs = [f"results/ladder/runs/t/{m}/k{k}/seed{s}.parquet"
+    runs = [f"results/study/ladder/runs/t/{m}/k{k}/seed{s}.parquet"
             for m in lad["methods"] for k in (0, 1) for s in lad["seeds"]]
     return models + runs
 
@@ -70,7 +70,8 @@ def _run(wd, conf, *args, targets=None, env=None):
 
 
 def _hashes(wd) -> dict:
-    files = [*wd.glob("checkpoints/**/*.safetensors"), *wd.glob("results/ladder/runs/**/*")]
+    files = [*wd.glob("checkpoints/study/**/*.safetensors"),
+             *wd.glob("results/study/ladder/runs/**/*")]
     return {str(p.relative_to(wd)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in files if p.is_file()}
 
@@ -93,14 +94,14 @@ def test_every_model_and_run_is_its_own_job_in_the_preloaded_interpreter(study):
     assert _trainings(out) == {"train": 3, "ladder_train": 8}
     assert "Nothing to be done" in _run(wd, conf, "-n")
     # Each job's record: measured, and run in a process forked from the preloaded one.
-    records = [json.loads(p.read_text()) for p in (wd / "results/benchmarks").rglob("*.json")]
+    records = [json.loads(p.read_text()) for p in (wd / "results/study/benchmarks").rglob("*.json")]
     modes = {r["mode"] for r in records}
     assert len(records) >= 11 and modes == {"preloaded", "fresh"}, modes
-    train = json.loads(next((wd / "results/benchmarks/train").rglob("*.json")).read_text())
+    train = json.loads(next((wd / "results/study/benchmarks/train").rglob("*.json")).read_text())
     assert train["mode"] == "preloaded" and train["cpu_s"] > 0 and train["max_rss_mb"] > 50
     # The run started its own server (none was given), and stopped it.
     assert "preloaded torch pandas pyarrow.parquet sentence_transformers; serving" in (
-        wd / "logs/preload.log").read_text()
+        wd / "logs/study/preload.log").read_text()
 
 
 @pytest.mark.slow
@@ -138,16 +139,16 @@ def test_added_seeds_train_only_themselves(study):
     plan = _run(wd, more, "-n")
     assert _trainings(plan) == {"train": 2, "ladder_train": 4}
     outputs = "\n".join(ln for ln in plan.splitlines() if ln.strip().startswith("output:"))
-    trained = set(re.findall(r"checkpoints/(r\d/top1/seed\d)/model.safetensors", outputs))
+    trained = set(re.findall(r"checkpoints/study/(r\d/top1/seed\d)/model.safetensors", outputs))
     assert trained == {"r1/top1/seed3", "r1/top1/seed4"}
     assert set(re.findall(r"runs/t/\w+/k\d/seed(\d)\.parquet", outputs)) == {"3"}
-    served = (wd / "logs/preload.log").read_text()
+    served = (wd / "logs/study/preload.log").read_text()
     _run(wd, more)  # in the server conftest gives: the run starts none of its own
     after = _hashes(wd)
     assert {k: after[k] for k in before} == before  # no finished model or run changed
     assert len(after) == len(before) + 2 + 4
-    assert (wd / "logs/preload.log").read_text() == served
-    new = json.loads((wd / paths.record_of("logs/train/r1/top1/seed3.log")).read_text())
+    assert (wd / "logs/study/preload.log").read_text() == served
+    new = json.loads((wd / paths.record_of("logs/study/train/r1/top1/seed3.log")).read_text())
     assert new["mode"] == "preloaded"
 
 
@@ -160,7 +161,7 @@ def test_a_run_killed_in_its_second_training_keeps_the_first(study, tmp_path):
     seeds["recipes"]["r2"]["seeds"] = [5, 6]
     seeds["recipes"]["r2"]["steps"] = 300  # long enough to be caught while it trains
     cfg = _write(wd, seeds)
-    models = [wd / f"checkpoints/r2/top1/seed{s}/model.safetensors" for s in (5, 6)]
+    models = [wd / f"checkpoints/study/r2/top1/seed{s}/model.safetensors" for s in (5, 6)]
     proc = subprocess.Popen([*SNAKEMAKE, "-s", str(wd / "Snakefile"), "--directory", str(wd),
                              "--cores", "1", f"--configfile={cfg}",
                              *(str(m.relative_to(wd)) for m in models)],
@@ -176,7 +177,7 @@ def test_a_run_killed_in_its_second_training_keeps_the_first(study, tmp_path):
     wait_for(lambda: any(m.exists() for m in models))
     first = next(m for m in models if m.exists())
     second = next(m for m in models if m != first)
-    log = wd / "logs/train/r2/top1" / f"{second.parent.name}.log"
+    log = wd / "logs/study/train/r2/top1" / f"{second.parent.name}.log"
     wait_for(log.exists)  # the second training has started
     time.sleep(0.5)
     stat = first.stat()

@@ -13,7 +13,6 @@ from conftest import ROOT
 from snakemake.utils import update_config
 
 from workflow_scripts.claims import spec
-from workflow_scripts.core import paths
 from workflow_scripts.study_config import check_config
 from workflow_scripts.study_plan import StudyPlan
 
@@ -95,18 +94,18 @@ def test_paper_plan(plans):
 
 def test_default_plan_paths(plans):
     p = plans["default"]
-    assert "checkpoints/long/top3/seed44/model.safetensors" in p.model_files()
+    assert "checkpoints/default/long/top3/seed44/model.safetensors" in p.model_files()
     # a train-once arm trains once per seed, at the deepest depth, and is evaluated at all
-    assert "checkpoints/short/adaptive3/seed42/model.safetensors" in p.model_files()
-    assert "checkpoints/short/adaptive1/seed42/model.safetensors" not in p.model_files()
+    assert "checkpoints/default/short/adaptive3/seed42/model.safetensors" in p.model_files()
+    assert "checkpoints/default/short/adaptive1/seed42/model.safetensors" not in p.model_files()
     once = [o for r, o in p.evaluation_jobs() if r == "evaluate_train_once"]
-    assert once[0] == [f"results/eval/short/adaptive{d}/seed42/{p.benchmarks[0]}.parquet"
-                       for d in (1, 2, 3)]
+    assert once[0] == [f"results/default/eval/short/adaptive{d}/seed42/"
+                       f"{p.benchmarks[0]}.parquet" for d in (1, 2, 3)]
     steps = [o for r, o in p.evaluation_jobs() if r == "evaluate_steps"]
-    assert steps[0] == [paths.EVAL_STEPS.format(recipe="long", strategy="top", depth=1,
-                                                seed=42, benchmark=p.benchmarks[0]),
-                        paths.EVAL.format(recipe="long", strategy="top", depth=1, seed=42,
-                                          benchmark=p.benchmarks[0])]
+    assert steps[0] == [p.paths.EVAL_STEPS.format(recipe="long", strategy="top", depth=1,
+                                                  seed=42, benchmark=p.benchmarks[0]),
+                        p.paths.EVAL.format(recipe="long", strategy="top", depth=1, seed=42,
+                                            benchmark=p.benchmarks[0])]
     # Every evaluation file is planned once, by one job.
     files = [f for _, outs in p.evaluation_jobs() for f in outs]
     assert len(files) == len(set(files))
@@ -119,11 +118,32 @@ def test_promised_outputs_include_what_the_aggregates_are_made_from(plans):
     promised = set(p.promised())
     assert set(p.trained_eval_files()) <= promised and set(p.ladder_runs()) <= promised
     assert set(p.latency_runs()) <= promised
-    assert {paths.STATS_TABLE.format(table="ci"), paths.CLAIMS_TABLE, paths.RESULTS} <= promised
-    assert "results/figures/depth_ladder.png" in promised
+    assert {p.paths.STATS_TABLE.format(table="ci"), p.paths.CLAIMS_TABLE,
+            p.paths.RESULTS} <= promised
+    assert "results/default/figures/depth_ladder.png" in promised
     # ...and the usage table sums every job's record but its own and the report's
     assert set(p.measured()) >= set(p.model_files()) | set(p.data_files())
-    assert paths.USAGE not in p.measured() and paths.RESULTS not in p.measured()
+    assert p.paths.USAGE not in p.measured() and p.paths.RESULTS not in p.measured()
+
+
+def test_each_shipped_study_has_its_own_folders(plans):
+    """Each shipped config names its own study; every file its plan writes lies in that
+    study's results/ or checkpoints/ folder, or in the shared data/."""
+    assert {name: p.paths.name for name, p in plans.items()} == {n: n for n in CONFIGS}
+    for p in plans.values():
+        own = (f"{p.paths.results}/", f"{p.paths.checkpoints}/", "data/")
+        assert all(f.startswith(own) for f in p.measured() + p.promised()), p.paths.name
+
+
+@pytest.mark.parametrize("other", ["laptop", "paper", "adaptive_demo"])
+def test_two_studies_write_no_file_in_common_but_data(plans, other):
+    """The default study and another in one clone: the other's plan writes none of the
+    default's files (models, evaluations, tables, figures, report); only data/ is shared."""
+    def written(p):
+        return set(p.measured()) | set(p.promised())
+
+    common = written(plans["default"]) & written(plans[other])
+    assert all(f.startswith("data/") for f in common), sorted(common)[:5]
 
 
 def test_the_plan_is_a_function_of_the_config_alone(plans, tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ def test_usage_sums_jobs_per_rule(tmp_path):
                _record(rec, "train/b.log", "checkpoints/b/model.safetensors", 30, 20, 1100),
                _record(rec, "stats.log", "results/stats/ci.parquet", 2, 1.5, 300)]
     # a look's document: planned at run time, always counted
-    _record(rec, "claims_look/look0.log", paths.LOOK.format(k=0), 1, 0.5, 200)
+    _record(rec, "claims_look/look0.log", str(tmp_path / paths.LOOK.format(k=0)), 1, 0.5, 200)
     # a job the plan no longer has (an edited config): left out
     _record(rec, "train/old.log", "checkpoints/old/model.safetensors", 99, 99, 9999)
     table = usage.usage_table(usage.read_records(rec, planned))
@@ -46,8 +46,9 @@ def test_a_broken_record_is_named(tmp_path):
 
 
 def test_every_rules_log_is_named_after_it():
-    """The usage table reads a job's rule from its log's name (logs/<rule>.log or
-    logs/<rule>/...): every rule of every shipped config keeps to it."""
+    """The usage table reads a job's rule from its log's name (logs/<study>/<rule>.log or
+    logs/<study>/<rule>/...): every rule of every shipped config keeps to it (a rule named
+    in a loop, as the figures', by its name's template)."""
     import re
 
     from conftest import ROOT
@@ -59,8 +60,13 @@ def test_every_rules_log_is_named_after_it():
         m = re.match(r"(?:rule|checkpoint) (\w+):|use rule \w+ as (\w+) with:", line)
         if m:
             rule = m.group(1) or m.group(2)
+        elif line.strip() == "name:":
+            rule = lines[i + 1].strip().lstrip("f").strip('"')
         elif line.strip() == "log:":
-            logs[rule] = lines[i + 1].strip().strip(",").lstrip("f").strip('"')
+            after = "\n".join(lines[i + 1:i + 3])  # snakefmt may break the call
+            logs[rule] = re.match(r'\s*PATHS\.log\(\s*f?"([^"]*)"', after)[1]
     assert len(logs) > 30
+    study = paths.Study("s")
     for rule, log in logs.items():
-        assert paths.rule_of(Path(paths.record_of(log)).relative_to(paths.RECORDS)) == rule, log
+        record = Path(paths.record_of(study.log(log)))
+        assert paths.rule_of(record.relative_to(study.records)) == rule, log

@@ -36,7 +36,7 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert counts["compute"] == 1 and counts["figure_quality_vs_compute"] == 1
     for recipe in ("r1", "r4"):
         for depth in (1, 2):
-            model = wd / f"checkpoints/{recipe}/top{depth}/seed1"
+            model = wd / f"checkpoints/default/{recipe}/top{depth}/seed1"
             assert (model / "model.safetensors").exists()
             summary = json.loads((model / "train_summary.json").read_text())
             assert summary["steps"] == {"r1": 2, "r4": 8}[recipe]
@@ -45,19 +45,19 @@ def test_tiny_study_runs_end_to_end(tiny_run):
             assert summary["packages"]["numpy"]
             snapshots = sorted(p.name for p in (model / "steps").glob("step*"))
             assert snapshots == (["step2", "step4"] if recipe == "r4" else [])
-    snaps = contracts.read_eval(wd / "results/eval/r4/top2/seed1/steps/tiny-a.parquet")
+    snaps = contracts.read_eval(wd / "results/default/eval/r4/top2/seed1/steps/tiny-a.parquet")
     assert sorted(snaps.step.unique()) == [2, 4] and len(snaps) == 2 * 12
     _check_train_once_arm(wd)
-    cur = pd.read_parquet(wd / "results/stats/curves.parquet")
+    cur = pd.read_parquet(wd / "results/default/stats/curves.parquet")
     assert set(cur.recipe) == {"r4"} and sorted(cur.step.unique()) == [0, 2, 4, 8]
     assert set(cur.strategy) == {"top", "adaptive"}
-    onset = contracts.read_stats(wd / "results/stats", "curves_onset")
+    onset = contracts.read_stats(wd / "results/default/stats", "curves_onset")
     assert len(onset) == 2 * 2 * 3  # strategies x depths x (2 benchmarks + all)
-    assert (wd / "results/figures/learning_curves.png").stat().st_size > 10_000
+    assert (wd / "results/default/figures/learning_curves.png").stat().st_size > 10_000
     # Every test query appears in every evaluation, also those scoring 0.
     n_queries = {b: len(contracts.load_queries(wd / f"data/beir/{b}/queries.jsonl"))
                  for b in TINY_BENCHMARKS}
-    df = contracts.read_eval(wd / "results/eval/r4/top2/seed2/tiny-b.parquet")
+    df = contracts.read_eval(wd / "results/default/eval/r4/top2/seed2/tiny-b.parquet")
     assert len(df) == n_queries["tiny-b"] == 12
     assert set(df.columns) >= {"query_id", *contracts.METRICS, *contracts.RUN_KEYS}
     assert df["recipe"].eq("r4").all() and df["seed"].eq(2).all()
@@ -66,12 +66,12 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert made["code"] == {"git_commit": None,
                             "modules_sha256": provenance.code_sha256("biencoder.evaluate")}
     assert made["trained_with"]["packages"]["tokenizers"] and made["packages"]["pyarrow"]
-    base = contracts.read_eval(wd / "results/eval/base/top1/tiny-a.parquet")
+    base = contracts.read_eval(wd / "results/default/eval/base/top1/tiny-a.parquet")
     assert base["seed"].eq(-1).all() and len(base) == n_queries["tiny-a"]
-    ci = pd.read_parquet(wd / "results/stats/ci.parquet")
+    ci = pd.read_parquet(wd / "results/default/stats/ci.parquet")
     assert set(ci.benchmark) == {*TINY_BENCHMARKS, "all"}
     assert (ci.ci_low <= ci.estimate).all() and (ci.estimate <= ci.ci_high).all()
-    comp = pd.read_parquet(wd / "results/stats/comparisons.parquet")
+    comp = pd.read_parquet(wd / "results/default/stats/comparisons.parquet")
     assert set(comp.kind) == {"trained_vs_base", "depth", "recipe", "train_once"}
     once = comp[comp.kind == "train_once"]
     assert set(zip(once.a, once.b, strict=True)) == {("r4/top1", "r4/adaptive1"),
@@ -79,15 +79,15 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert set(once.design) == {"paired"}
     vs_base = comp[(comp.kind == "trained_vs_base") & (comp.strategy_b == "adaptive")]
     assert set(vs_base.a) == {"base/top1", "base/top2"}  # the weights it starts from
-    lat = contracts.read_latency(wd / "results/latency/run0.parquet")
+    lat = contracts.read_latency(wd / "results/default/latency/run0.parquet")
     assert set(lat.depth) == {1, 2}
-    doc = json.loads((wd / "results/latency/coherence.json").read_text())
+    doc = json.loads((wd / "results/default/latency/coherence.json").read_text())
     assert doc["runs"][0]["relative_ladder"]["q"][0] == 1.0 and "q" in doc["how_to_read"]
     assert isinstance(doc["absolute_verified"], bool)
     for name in ("depth_vs_budget", "per_benchmark_change", "seed_variance", "pareto",
                  "quality_vs_compute"):
-        assert (wd / f"results/figures/{name}.png").stat().st_size > 10_000
-    results = (wd / "results/RESULTS.md").read_text()
+        assert (wd / f"results/default/figures/{name}.png").stat().st_size > 10_000
+    results = (wd / "results/default/RESULTS.md").read_text()
     for heading in ("Mean ndcg@10 with 95% calibrated CI", "Training vs the untrained",
                     "Latency ladder", "Data", "Learning curves of ndcg@10",
                     "Onset of the decline", "Train once vs per depth", "Training compute"):
@@ -95,25 +95,27 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert (ci["interval"] == "calibrated").all() and ci.mb_ci_low.notna().all()
     assert "Multi-Bootstrap CI" in results and "p (MB)" in results
     usage = results.split("## Measured time and memory per rule", 1)[1].split("\n## ", 1)[0]
-    named = re.findall(r"results/benchmarks/[\w./]+\.json", usage)
+    named = re.findall(r"results/default/benchmarks/[\w./]+\.json", usage)
     assert len(named) == 2 and all((wd / f).exists() for f in named)  # the records it names
-    assert (wd / "results/figures/depth_ladder.png").exists()
-    assert list((wd / "logs/train").rglob("*.log"))
+    assert (wd / "results/default/figures/depth_ladder.png").exists()
+    assert list((wd / "logs/default/train").rglob("*.log"))
 
 
 def _check_train_once_arm(wd) -> None:
     """r4's adaptive arm: one model per seed at depth 2, evaluated at depths 1 and 2; the
     compute table says that one training serves both depths."""
-    assert not (wd / "checkpoints/r4/adaptive1").exists()
-    summary = json.loads((wd / "checkpoints/r4/adaptive2/seed1/train_summary.json").read_text())
+    assert not (wd / "checkpoints/default/r4/adaptive1").exists()
+    summary = json.loads(
+        (wd / "checkpoints/default/r4/adaptive2/seed1/train_summary.json").read_text())
     assert summary["loss"]["name"] == "AdaptiveLayerLoss" and summary["sentence_transformers"]
     for depth in (1, 2):
-        df = contracts.read_eval(wd / f"results/eval/r4/adaptive{depth}/seed2/tiny-b.parquet")
+        df = contracts.read_eval(
+            wd / f"results/default/eval/r4/adaptive{depth}/seed2/tiny-b.parquet")
         assert set(df.depth) == {depth} and set(df.strategy) == {"adaptive"} and len(df) == 12
-        steps = contracts.read_eval(wd / f"results/eval/r4/adaptive{depth}/seed1/steps/"
+        steps = contracts.read_eval(wd / f"results/default/eval/r4/adaptive{depth}/seed1/steps/"
                                     "tiny-a.parquet")
         assert sorted(steps.step.unique()) == [2, 4]
-    compute = contracts.read_stats(wd / "results/stats", "compute").set_index(
+    compute = contracts.read_stats(wd / "results/default/stats", "compute").set_index(
         ["recipe", "strategy", "depth"])
     once, top = compute.loc[("r4", "adaptive", 1)], compute.loc[("r4", "top", 1)]
     assert (once.trained_depth, once.depths_served, once.layer_steps) == (2, 2, 8 * 2)
@@ -248,9 +250,9 @@ def test_changed_loss_setting_retrains_only_the_train_once_arm(tiny_run, tmp_pat
     trains = [(rule, reason) for rule, reason, _ in planned_jobs(out)
               if rule.startswith("train")]
     assert sorted(trained_models(out)) == [
-        f"checkpoints/r4/adaptive2/seed{s}/model.safetensors" for s in (1, 2)]
+        f"checkpoints/default/r4/adaptive2/seed{s}/model.safetensors" for s in (1, 2)]
     assert trains and all("Params have changed" in r for _, r in trains)
-    assert set(re.findall(r"output: checkpoints/r4/(\w+?)\d/seed\d/model", out)) == {
+    assert set(re.findall(r"output: checkpoints/default/r4/(\w+?)\d/seed\d/model", out)) == {
         "adaptive"}
     counts = job_counts(out)
     assert counts["evaluate_steps_train_once"] == 2 * len(TINY_BENCHMARKS)
@@ -260,12 +262,12 @@ def test_changed_loss_setting_retrains_only_the_train_once_arm(tiny_run, tmp_pat
 @pytest.mark.slow
 def test_edited_claim_reruns_only_the_claims_their_figure_and_the_report(tiny_run, tmp_path):
     wd, cfg, _ = tiny_run
-    table = pd.read_parquet(wd / "results/claims.parquet")
+    table = pd.read_parquet(wd / "results/default/claims.parquet")
     heads = table[table.row == "claim"]
     assert list(heads.claim) == [c["id"] for c in TINY_CLAIMS]
     assert "not-applicable" not in set(heads.verdict)
-    assert (wd / "results/figures/claims.png").stat().st_size > 10_000
-    results = (wd / "results/RESULTS.md").read_text()
+    assert (wd / "results/default/figures/claims.png").stat().st_size > 10_000
+    results = (wd / "results/default/RESULTS.md").read_text()
     assert results.index("## Claims") < results.index("## Mean")
     # Registered when the first run started, before any evaluation existed
     n = len(TINY_CLAIMS)
@@ -285,17 +287,17 @@ def test_a_claim_edited_after_its_data_is_post_hoc(tiny_run_copy):
     conf = yaml.safe_load(cfg.read_text())
     conf["claims"][1]["threshold"] = 0.01
     cfg.write_text(yaml.safe_dump(conf))
-    proc = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "results/claims.md")
+    proc = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "results/default/claims.md")
     assert proc.returncode == 0, proc.stderr[-3000:]
     cid = conf["claims"][1]["id"]
     assert (f"claims: edited claim {cid!r} registered after its data existed: it will be "
             "decided as post hoc") in proc.stderr
-    record = json.loads((wd / "results/claims_registration.json").read_text())
+    record = json.loads((wd / "results/default/claims_registration.json").read_text())
     assert len(record["claims"][cid]["history"]) == 1
-    heads = pd.read_parquet(wd / "results/claims.parquet").query("row == 'claim'")
+    heads = pd.read_parquet(wd / "results/default/claims.parquet").query("row == 'claim'")
     assert heads.set_index("claim").registration.to_dict() == {
         c["id"]: "post hoc" if c["id"] == cid else "registered" for c in conf["claims"]}
-    md = (wd / "results/claims.md").read_text()
+    md = (wd / "results/default/claims.md").read_text()
     assert f"not covered by the error rate): {cid}." in md
 
 
@@ -306,8 +308,9 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
     rows = [json.loads(line) for line in queries.read_text().splitlines()]
     rows[0]["text"] = "Compute the arithmetic mean of the values"  # new content, same ids
     queries.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    before = contracts.read_eval(wd / "results/eval/r1/top1/seed1/tiny-b.parquet")
-    written = {p: p.stat().st_mtime_ns for p in (wd / "results/eval").rglob("tiny-b.parquet")}
+    before = contracts.read_eval(wd / "results/default/eval/r1/top1/seed1/tiny-b.parquet")
+    written = {p: p.stat().st_mtime_ns
+               for p in (wd / "results/default/eval").rglob("tiny-b.parquet")}
 
     dry = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "-n")
     counts = job_counts(dry.stdout + dry.stderr)
@@ -319,23 +322,23 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
     assert counts["evaluate_steps_train_once"] == 2  # both depths of each adaptive model
     assert {"stats", "report", "curves"} <= set(counts)
     planned = [f for line in re.findall(r"output: (.*)", dry.stdout)
-               for f in line.split(", ") if f.startswith("results/eval/")]
+               for f in line.split(", ") if f.startswith("results/default/eval/")]
     assert len(planned) == 4 + 2 + 4 * 2 + 2 * 2 * 2  # final and snapshot tables
     assert all(p.endswith("/tiny-a.parquet") for p in planned)
 
     # One job of each evaluation rule the change reruns (the plan above has all of them; the
     # rest are the same rules on other models): each rewrites its tiny-a tables only.
-    rerun = ["results/eval/r1/top1/seed1/tiny-a.parquet",  # evaluate_trained
-             "results/eval/base/top1/tiny-a.parquet",  # evaluate_base_one_pass
-             "results/eval/r4/top1/seed1/steps/tiny-a.parquet",  # evaluate_steps
-             "results/eval/r4/adaptive1/seed1/steps/tiny-a.parquet"]  # ..._train_once
+    rerun = ["results/default/eval/r1/top1/seed1/tiny-a.parquet",  # evaluate_trained
+             "results/default/eval/base/top1/tiny-a.parquet",  # evaluate_base_one_pass
+             "results/default/eval/r4/top1/seed1/steps/tiny-a.parquet",  # evaluate_steps
+             "results/default/eval/r4/adaptive1/seed1/steps/tiny-a.parquet"]  # ..._train_once
     old = {f: (wd / f).stat().st_mtime_ns for f in rerun}
     proc = snakemake(wd, "--configfile", str(cfg), "--cores", "2", *rerun)
     assert job_counts(proc.stdout + proc.stderr) == {
         "evaluate_trained": 1, "evaluate_base_one_pass": 1, "evaluate_steps": 1,
         "evaluate_steps_train_once": 1}
     assert all((wd / f).stat().st_mtime_ns != t for f, t in old.items())
-    after = contracts.read_eval(wd / "results/eval/r1/top1/seed1/tiny-b.parquet")
+    after = contracts.read_eval(wd / "results/default/eval/r1/top1/seed1/tiny-b.parquet")
     pd.testing.assert_frame_equal(before, after)  # the other benchmark was not redone
     assert len(written) == len(planned) and all(  # none of its tables was rewritten
         p.stat().st_mtime_ns == t for p, t in written.items())
@@ -344,8 +347,8 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
 @pytest.mark.slow
 def test_html_report_builds(tiny_run_copy):
     wd, cfg = tiny_run_copy
-    snakemake(wd, "--configfile", str(cfg), "--report", "results/report.html")
-    assert (wd / "results/report.html").stat().st_size > 100_000
+    snakemake(wd, "--configfile", str(cfg), "--report", "results/default/report.html")
+    assert (wd / "results/default/report.html").stat().st_size > 100_000
 
 
 @pytest.mark.slow
@@ -355,9 +358,10 @@ def test_a_missing_artifact_is_rebuilt_with_what_is_made_from_it(tiny_run):
     it, never "Nothing to be done" with RESULTS.md standing on a missing input."""
     wd, cfg, _ = tiny_run
     cases = {
-        "results/eval/r1/top1/seed1/tiny-a.parquet": {"evaluate_trained", "stats", "report"},
-        "results/stats/ci.parquet": {"stats", "figure_depth_vs_budget", "report"},
-        "results/ladder/runs/t/bp/k1/seed2.parquet": {"ladder_train", "ladder_stats",
+        "results/default/eval/r1/top1/seed1/tiny-a.parquet": {"evaluate_trained", "stats",
+                                                              "report"},
+        "results/default/stats/ci.parquet": {"stats", "figure_depth_vs_budget", "report"},
+        "results/default/ladder/runs/t/bp/k1/seed2.parquet": {"ladder_train", "ladder_stats",
                                                        "ladder_summary", "report"},
     }
     for path, rules in cases.items():
@@ -382,7 +386,7 @@ def test_the_nan_remedy_as_written_gives_back_a_complete_study(tiny_run_copy):
     back the evaluation, every stats table and a RESULTS.md made after it; nothing is left
     to do."""
     wd, cfg = tiny_run_copy
-    rel = "results/eval/r1/top1/seed1/tiny-a.parquet"
+    rel = "results/default/eval/r1/top1/seed1/tiny-a.parquet"
     f = wd / rel
     df = pd.read_parquet(f)
     df.loc[0, "ndcg@10"] = float("nan")
@@ -392,7 +396,7 @@ def test_the_nan_remedy_as_written_gives_back_a_complete_study(tiny_run_copy):
     assert failed.returncode != 0
     assert (f"{rel}: column 'ndcg@10' holds 1 non-finite value(s) (NaN or inf), first at "
             "row(s) 0") in said, said[-3000:]
-    assert not (wd / "results/stats/ci.parquet").exists()  # removed with the failed job
+    assert not (wd / "results/default/stats/ci.parquet").exists()  # removed with the failed job
     f.unlink()  # the remedy, as written
     fixed = snakemake(wd, "--configfile", str(cfg), "--cores", "2")
     counts = job_counts(fixed.stdout + fixed.stderr)
@@ -400,10 +404,10 @@ def test_the_nan_remedy_as_written_gives_back_a_complete_study(tiny_run_copy):
                                                              counts.items()))
     assert {"evaluate_trained", "stats", "claims", "report"} <= set(counts)
     assert contracts.read_parquet(f)["ndcg@10"].notna().all()
-    results = wd / "results/RESULTS.md"
+    results = wd / "results/default/RESULTS.md"
     for table in ("ci", "seeds", "comparisons", "variance", "seeds_needed", "agreement"):
-        t = wd / f"results/stats/{table}.parquet"
+        t = wd / f"results/default/stats/{table}.parquet"
         assert t.stat().st_mtime > f.stat().st_mtime, table
         assert results.stat().st_mtime >= t.stat().st_mtime
-    assert (wd / "results/claims.md").stat().st_mtime > f.stat().st_mtime
+    assert (wd / "results/default/claims.md").stat().st_mtime > f.stat().st_mtime
     assert "Nothing to be done" in _dry(wd, cfg)

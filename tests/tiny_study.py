@@ -15,6 +15,9 @@ TINY_BENCHMARKS = ["tiny-a", "tiny-b"]
 def tiny_config(model_dir) -> dict:
     """Two depths, two budgets, two seeds, two tiny benchmarks, a tiny ladder."""
     return {
+        # The default study's stand-in (tests/test_doc_commands.py runs the docs' commands
+        # on it); edited copies of this config, in files of other names, stay this study.
+        "study": "default",
         "base_model": str(model_dir),
         "depths": [1, 2],
         "strategies": ["top"],

@@ -96,6 +96,18 @@ def check_config(config: dict) -> None:
     configcheck.check_config(config, wing_checks=(claim_errors, biencoder_errors))
 
 
+def configfile_study(path) -> str:
+    """The study a config file names: its own `study` key, else the file's name without its
+    extension (mine.yaml: mine). Of stacked files the last decides (the Snakefile), so that a
+    file stacked on the embedded default is its own study, not the default's."""
+    import yaml  # only where a config file is given
+
+    with open(path, encoding="utf-8") as f:
+        own = yaml.safe_load(f) or {}
+    study = own.get("study") if isinstance(own, dict) else None
+    return str(study) if study is not None else Path(path).stem
+
+
 def job_environment(config: dict) -> dict[str, str]:
     """What the jobs' environment needs for the base model, checked before any job (the
     Snakefile sets it): HF_HUB_OFFLINE=1 for a hub id in the Hugging Face cache, so that no

@@ -11,6 +11,7 @@ from core/paths.py. Standard library only: the Snakefile builds a plan on every 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -28,9 +29,39 @@ from workflow_scripts.core.contracts import (
 )
 from workflow_scripts.ladder import KINDS, METHODS
 
-# The bi-encoder study's figures, in report order (one rule each: rules/figures.smk).
-BIENCODER_FIGURES = ("depth_vs_budget", "per_benchmark_change", "seed_variance",
-                     "pareto", "quality_vs_compute", "learning_curves")
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    """A bi-encoder figure: its name (rule figure_<name>, caption docs/report/<name>.rst,
+    biencoder/report/figures.py draws it) and what it is drawn from, the statistics tables
+    and, for pareto, the latency ladder; `pair`: it compares the budget pair."""
+    name: str
+    tables: tuple[str, ...] = ("ci", "seeds", "comparisons")
+    latency: bool = False
+    pair: bool = False
+
+
+# The bi-encoder study's figures, in report order: the one registry that rules/figures.smk
+# (one rule each) and the report read.
+BIENCODER_FIGURES = (Figure("depth_vs_budget"), Figure("per_benchmark_change", pair=True),
+                     Figure("seed_variance"), Figure("pareto", latency=True),
+                     Figure("quality_vs_compute", tables=("ci", "compute")),
+                     Figure("learning_curves", tables=("curves", "curves_onset")))
+_FIGURE = {f.name: f for f in BIENCODER_FIGURES}
+
+# The evaluation rules (rules/evaluate.smk), by what each evaluates: which model (a trained
+# per-depth model; a train-once model at every depth from one pass; the untrained base per
+# depth, or for strategy top, one model cut at different layers, at every depth from one pass)
+# and whether with the learning curve's snapshots (a recipe with eval_steps). The one
+# registry: the rules' wildcard constraints and evaluation_jobs() both read it.
+EVALUATIONS = {
+    "evaluate_trained": ("per_depth", False),
+    "evaluate_train_once": ("train_once", False),
+    "evaluate_steps": ("per_depth", True),
+    "evaluate_steps_train_once": ("train_once", True),
+    "evaluate_base": ("base", False),
+    "evaluate_base_one_pass": ("base_one_pass", False),
+}
 
 
 def regex(names) -> str:
@@ -47,6 +78,8 @@ class StudyPlan:
         self.has_ladder = "ladder" in config
         self.has_claims = bool(config.get("claims"))
         self.formats = list(config["figures"]["formats"])
+        # Where this study's artifacts lie: its own results, checkpoints and logs folders.
+        self.paths = paths.Study(config["study"])
 
     # ---- the bi-encoder grid -------------------------------------------------------------
     @functools.cached_property
@@ -117,11 +150,11 @@ class StudyPlan:
         return list(keys)
 
     def model_files(self) -> list[str]:
-        return [f"{paths.MODEL_DIR.format(recipe=r, strategy=s, depth=d, seed=seed)}/"
+        return [f"{self.paths.MODEL_DIR.format(recipe=r, strategy=s, depth=d, seed=seed)}/"
                 "model.safetensors" for r, s, d, seed in self.models()]
 
     def summaries(self) -> list[str]:
-        return [f"{paths.MODEL_DIR.format(recipe=r, strategy=s, depth=d, seed=seed)}/"
+        return [f"{self.paths.MODEL_DIR.format(recipe=r, strategy=s, depth=d, seed=seed)}/"
                 "train_summary.json" for r, s, d, seed in self.models()]
 
     def arm_seeds(self, recipes=None) -> list[dict]:
@@ -131,60 +164,72 @@ class StudyPlan:
                 for seed in self.recipes[r]["seeds"]]
 
     def trained_eval_files(self) -> list[str]:
-        return [paths.EVAL.format(**a, benchmark=b) for a in self.arm_seeds()
+        return [self.paths.EVAL.format(**a, benchmark=b) for a in self.arm_seeds()
                 for b in self.benchmarks]
 
     def base_eval_files(self) -> list[str]:
-        return [paths.BASE_EVAL.format(strategy=s, depth=d, benchmark=b)
+        return [self.paths.BASE_EVAL.format(strategy=s, depth=d, benchmark=b)
                 for s in self.strategies for d in self.depths for b in self.benchmarks]
 
     def curve_eval_files(self) -> list[str]:
         """The snapshots' evaluations (steps/ files) of every arm with a learning curve."""
-        return [paths.EVAL_STEPS.format(**a, benchmark=b)
+        return [self.paths.EVAL_STEPS.format(**a, benchmark=b)
                 for a in self.arm_seeds(self.curve_recipes) if self.snapshot_steps(a["recipe"])
                 for b in self.benchmarks]
 
     def curve_input_files(self) -> list[str]:
         """What the curves stage reads: the bases (step 0), the curve recipes' final models
         (the last step) and their snapshots."""
-        final = [paths.EVAL.format(**a, benchmark=b) for a in self.arm_seeds(self.curve_recipes)
-                 for b in self.benchmarks]
+        final = [self.paths.EVAL.format(**a, benchmark=b)
+                 for a in self.arm_seeds(self.curve_recipes) for b in self.benchmarks]
         return self.base_eval_files() + final + self.curve_eval_files()
 
-    def evaluation_jobs(self) -> list[tuple[str, list[str]]]:
-        """(rule, outputs) of every evaluation job (rules/evaluate.smk): which model (a
-        per-depth one, or one pass over every depth for a train-once model and the base of
-        strategy top) and what of it (the final model, or with a learning curve its snapshots
-        and final model)."""
-        def at_depths(template, **w):
-            return [template.format(**w, depth=d) for d in self.depths]
+    def evaluation_constraints(self, rule: str) -> dict[str, str]:
+        """An evaluation rule's wildcard constraints (EVALUATIONS): the recipes and
+        strategies it evaluates, so that exactly one rule makes each evaluation."""
+        model, curve = EVALUATIONS[rule]
+        if model.startswith("base"):
+            one_pass = model == "base_one_pass"
+            return {"strategy": regex(s for s in self.strategies
+                                      if (s == PER_DEPTH_REFERENCE) == one_pass)}
+        recipes = [r for r in self.recipes if (r in self.curve_recipes) == curve]
+        strategies = TRAIN_ONCE if model == "train_once" else self.strategies
+        return {"recipe": regex(recipes), "strategy": regex(strategies)}
 
+    def evaluation_rule(self, strategy: str, recipe: str | None = None) -> str:
+        """The rule that evaluates an arm (recipe None: the base's)."""
+        if recipe is None:
+            model, curve = ("base_one_pass" if strategy == PER_DEPTH_REFERENCE else "base"), False
+        else:
+            model = "train_once" if strategy in TRAIN_ONCE else "per_depth"
+            curve = recipe in self.curve_recipes
+        return next(r for r, v in EVALUATIONS.items() if v == (model, curve))
+
+    def evaluation_jobs(self) -> list[tuple[str, list[str]]]:
+        """(rule, outputs) of every evaluation job (rules/evaluate.smk): a one-pass model's
+        job writes every depth's file, a curve recipe's job its snapshots' and its final
+        model's."""
         if not self.has_biencoder:
             return []
-        jobs = []
+        p, jobs = self.paths, []
         for s in self.strategies:
-            one_pass = s == PER_DEPTH_REFERENCE
+            rule = self.evaluation_rule(s)
             for b in self.benchmarks:
-                if one_pass:
-                    jobs.append(("evaluate_base_one_pass",
-                                 at_depths(paths.BASE_EVAL, strategy=s, benchmark=b)))
-                else:
-                    jobs += [("evaluate_base", [paths.BASE_EVAL.format(strategy=s, depth=d,
-                                                                       benchmark=b)])
-                             for d in self.depths]
+                files = [p.BASE_EVAL.format(strategy=s, depth=d, benchmark=b)
+                         for d in self.depths]
+                jobs += [(rule, files)] if rule == "evaluate_base_one_pass" else [
+                    (rule, [f]) for f in files]
         for r in self.recipes:
             curve = r in self.curve_recipes
             for s in self.recipe_strategies(r):
-                once = s in TRAIN_ONCE
-                rule = {(False, False): "evaluate_trained", (True, False): "evaluate_train_once",
-                        (False, True): "evaluate_steps",
-                        (True, True): "evaluate_steps_train_once"}[(once, curve)]
+                rule = self.evaluation_rule(s, r)
                 for seed in self.recipes[r]["seeds"]:
                     for b in self.benchmarks:
                         w = dict(recipe=r, strategy=s, seed=seed, benchmark=b)
-                        for depths in ([self.depths] if once else [[d] for d in self.depths]):
-                            final = [paths.EVAL.format(**w, depth=d) for d in depths]
-                            steps = [paths.EVAL_STEPS.format(**w, depth=d) for d in depths]
+                        for depths in ([self.depths] if s in TRAIN_ONCE
+                                       else [[d] for d in self.depths]):
+                            final = [p.EVAL.format(**w, depth=d) for d in depths]
+                            steps = [p.EVAL_STEPS.format(**w, depth=d) for d in depths]
                             jobs.append((rule, steps + final if curve else final))
         return jobs
 
@@ -203,11 +248,11 @@ class StudyPlan:
         return json.dumps({"benchmarks": self.benchmarks, "curves": curves})
 
     def latency_runs(self) -> list[str]:
-        return [paths.LATENCY_RUN.format(r=r) for r in range(self.config["latency"]["runs"])]
+        return [self.paths.LATENCY_RUN.format(r=r) for r in range(self.config["latency"]["runs"])]
 
     def figures(self) -> list[str]:
-        """The bi-encoder figures this config draws."""
-        names = list(BIENCODER_FIGURES)
+        """The bi-encoder figures this config draws, by name."""
+        names = [f.name for f in BIENCODER_FIGURES]
         if self.budget_pair[0] == self.budget_pair[1]:  # one recipe: no budget effect
             names.remove("per_benchmark_change")
         if not self.curve_recipes:
@@ -215,11 +260,29 @@ class StudyPlan:
         return names
 
     def figure_files(self, name: str) -> list[str]:
-        return [paths.FIGURE.format(name=name, fmt=f) for f in self.formats]
+        return [self.paths.FIGURE.format(name=name, fmt=f) for f in self.formats]
+
+    def figure_inputs(self, name: str) -> dict[str, list[str]]:
+        """What a figure's job reads: the statistics tables, and the latency files."""
+        fig = _FIGURE[name]
+        stats = [self.paths.STATS_TABLE.format(table=t) for t in fig.tables]
+        latency = [self.paths.LATENCY_LADDER, self.paths.LATENCY_SUMMARY] if fig.latency else []
+        return {"stats": stats, "latency": latency}
+
+    def figure_args(self, name: str) -> str:
+        """The figure stage's options beside its tables (biencoder/report/figures.py)."""
+        fig = _FIGURE[name]
+        args = f"--budget-order {' '.join(self.budget_order)}"
+        if fig.pair:
+            args += f" --pair {' '.join(self.budget_pair)}"
+        if fig.latency:
+            args += (f" --latency {self.paths.LATENCY_LADDER}"
+                     f" --latency-summary {self.paths.LATENCY_SUMMARY}")
+        return args
 
     def stats_tables(self) -> list[str]:
         tables = [*STATS_TABLES, *COMPUTE_TABLES, *(CURVE_TABLES if self.curve_recipes else ())]
-        return [paths.STATS_TABLE.format(table=t) for t in tables]
+        return [self.paths.STATS_TABLE.format(table=t) for t in tables]
 
     def datasets_of(self, source: str) -> list[str]:
         """The data registry's datasets of one source (docstrings, beir, ...)."""
@@ -253,38 +316,38 @@ class StudyPlan:
                 for s in self.ladder["seeds"]]
 
     def ladder_runs(self, k=None) -> list[str]:
-        return [paths.LADDER_RUN.format(**w) for w in self.ladder_run_keys()
+        return [self.paths.LADDER_RUN.format(**w) for w in self.ladder_run_keys()
                 if k is None or w["k"] == k]
 
     def ladder_standalone(self) -> list[str]:
         """The cross-check's standalone runs (all blocks frozen, or none), if configured."""
         if not self.ladder["crosscheck"]:
             return []
-        return [paths.LADDER_STANDALONE.format(arch=a, kind=kind, seed=s)
+        return [self.paths.LADDER_STANDALONE.format(arch=a, kind=kind, seed=s)
                 for a in self.ladder_archs for kind in KINDS for s in self.ladder["seeds"]]
 
     def ladder_figures(self) -> list[str]:
-        return [paths.FIGURE.format(name="depth_ladder", fmt=f) for f in self.formats]
+        return [self.paths.FIGURE.format(name="depth_ladder", fmt=f) for f in self.formats]
 
     def ladder_outputs(self) -> list[str]:
-        return [*(paths.LADDER_TABLE.format(table=t) for t in paths.LADDER_TABLES),
-                paths.LADDER_IDENTITY, *self.ladder_figures(), paths.LADDER_SUMMARY]
+        return [*(self.paths.LADDER_TABLE.format(table=t) for t in paths.LADDER_TABLES),
+                self.paths.LADDER_IDENTITY, *self.ladder_figures(), self.paths.LADDER_SUMMARY]
 
     # ---- claims ----------------------------------------------------------------------------
     def claim_figures(self) -> list[str]:
-        return [paths.FIGURE.format(name="claims", fmt=f) for f in self.formats]
+        return [self.paths.FIGURE.format(name="claims", fmt=f) for f in self.formats]
 
     def claim_outputs(self) -> list[str]:
         adaptive = self.config.get("adaptive_seeds") and self.has_biencoder
-        looks = [paths.LOOKS_TABLE] if adaptive else []
-        return [paths.CLAIMS_TABLE, paths.CLAIMS_MD, *self.claim_figures(), *looks]
+        looks = [self.paths.LOOKS_TABLE] if adaptive else []
+        return [self.paths.CLAIMS_TABLE, self.paths.CLAIMS_MD, *self.claim_figures(), *looks]
 
     def claims_grid(self, layers: int = 0) -> dict:
         return claims_grid(self.config, layers=layers)
 
     # ---- what a run promises ---------------------------------------------------------------
     def biencoder_outputs(self) -> list[str]:
-        return [paths.RESULTS, *(f for n in self.figures() for f in self.figure_files(n))]
+        return [self.paths.RESULTS, *(f for n in self.figures() for f in self.figure_files(n))]
 
     def promised(self) -> list[str]:
         """Every artifact the study promises (rule all's targets): the report and figures, and
@@ -295,8 +358,8 @@ class StudyPlan:
         if self.has_biencoder:
             out += [*self.trained_eval_files(), *self.base_eval_files(),
                     *(self.curve_eval_files() if self.curve_recipes else []),
-                    *self.stats_tables(), *self.latency_runs(), paths.LATENCY_SUMMARY,
-                    paths.LATENCY_COHERENCE, paths.LATENCY_LADDER, paths.USAGE,
+                    *self.stats_tables(), *self.latency_runs(), self.paths.LATENCY_SUMMARY,
+                    self.paths.LATENCY_COHERENCE, self.paths.LATENCY_LADDER, self.paths.USAGE,
                     *self.biencoder_outputs()]
         if self.has_ladder:
             out += [*self.ladder_runs(), *self.ladder_standalone(), *self.ladder_outputs()]
@@ -307,7 +370,7 @@ class StudyPlan:
     def measured(self) -> list[str]:
         """Every job's first output but the usage table's and the report's (looks aside: the
         looks plan theirs at run time): what the usage table sums (core/usage.py)."""
-        out = [p for p in self.promised() if p not in (paths.USAGE, paths.RESULTS)]
+        out = [p for p in self.promised() if p not in (self.paths.USAGE, self.paths.RESULTS)]
         if self.has_biencoder:
             out += [*self.model_files(), *self.data_files()]
         if self.has_ladder:
@@ -354,4 +417,5 @@ def claims_grid(config: dict, metrics=METRICS, ladder_methods=METHODS, layers: i
             "datasets": datasets, "layers": int(layers or 0)}
 
 
-__all__ = ["BIENCODER_FIGURES", "PER_DEPTH_REFERENCE", "StudyPlan", "claims_grid", "regex"]
+__all__ = ["BIENCODER_FIGURES", "EVALUATIONS", "PER_DEPTH_REFERENCE", "Figure", "StudyPlan",
+           "claims_grid", "regex"]

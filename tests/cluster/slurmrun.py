@@ -201,16 +201,16 @@ def slurm_outputs(cfg: dict) -> set[str]:
                                     for d in cfg["depths"]]
     bases = [(s, d) for s in cfg["strategies"] for d in cfg["depths"]]
     return (
-        {f"checkpoints/{r}/{s}{d}/seed{seed}/{f}" for r, s, d, seed in models
+        {f"checkpoints/default/{r}/{s}{d}/seed{seed}/{f}" for r, s, d, seed in models
          for f in ("model.safetensors", "train_summary.json")}
-        | {f"results/eval/{r}/{s}{d}/seed{seed}/{b}.parquet" for r, s, d, seed in arms
+        | {f"results/default/eval/{r}/{s}{d}/seed{seed}/{b}.parquet" for r, s, d, seed in arms
            for b in cfg["benchmarks"]}
-        | {f"results/eval/base/{s}{d}/{b}.parquet" for s, d in bases
+        | {f"results/default/eval/base/{s}{d}/{b}.parquet" for s, d in bases
            for b in cfg["benchmarks"]}
-        | {f"results/latency/run{r}.parquet" for r in range(cfg["latency"]["runs"])}
-        | {f"checkpoints/{r}/{s}{d}/seed{seed}/steps/step{n}/model.safetensors"
+        | {f"results/default/latency/run{r}.parquet" for r in range(cfg["latency"]["runs"])}
+        | {f"checkpoints/default/{r}/{s}{d}/seed{seed}/steps/step{n}/model.safetensors"
            for r, s, d, seed in models for n in snapshot_steps(cfg["recipes"][r])}
-        | {f"results/eval/{r}/{s}{d}/seed{seed}/steps/{b}.parquet" for r, s, d, seed in arms
+        | {f"results/default/eval/{r}/{s}{d}/seed{seed}/steps/{b}.parquet" for r, s, d, seed in arms
            if snapshot_steps(cfg["recipes"][r]) for b in cfg["benchmarks"]}
     )
 

@@ -51,7 +51,8 @@ def runs(cluster, tmp_path_factory, request):
     configfile.write_text(yaml.safe_dump(cfg))
     local, _ = copy_study(study, study_cfg, tmp / "local")
     out, _ = slurmrun.run_snakemake(local, "--configfile", str(configfile), "--cores", "2",
-                                    "results/stats/ci.parquet", "results/stats/curves.parquet")
+                                    "results/default/stats/ci.parquet",
+                                    "results/default/stats/curves.parquet")
     redone = {r: n for r, n in job_counts(out).items() if n}
     assert set(redone) <= {"stats", "curves"}, redone  # the models and evaluations are kept
     profile = slurmrun.ci_profile(tmp / "profile")
@@ -67,7 +68,7 @@ def test_every_cluster_job_ran_through_slurm(runs):
     produced = {str(p.relative_to(run.workdir)) for d in ("checkpoints", "data", "results")
                 for p in (run.workdir / d).rglob("*") if p.is_file()}
     assert expected <= produced
-    assert (run.workdir / "results/RESULTS.md").exists()  # the whole DAG ran
+    assert (run.workdir / "results/default/RESULTS.md").exists()  # the whole DAG ran
     jobs = slurmrun.sacct_jobs(run)
     found = slurmrun.problems(jobs, set(run.submitted), expected,
                               slurmrun.expected_submissions(cfg), produced - expected)
@@ -79,24 +80,24 @@ def test_every_cluster_job_ran_through_slurm(runs):
 @pytest.mark.slow
 def test_outputs_equal_a_local_run(runs):
     cfg, local, run = runs
-    evals = sorted(f for f in slurmrun.slurm_outputs(cfg) if f.startswith("results/eval/"))
+    evals = sorted(f for f in slurmrun.slurm_outputs(cfg) if f.startswith("results/default/eval/"))
     for f in evals:
         pd.testing.assert_frame_equal(pd.read_parquet(local / f),
                                       pd.read_parquet(run.workdir / f), obj=f)
     # the stats tables and the learning curves' (the copy's other tables are the 2 seeds')
     stats = sorted(f for t in (*contracts.STATS_TABLES, *contracts.CURVE_TABLES)
-                   if (f := local / f"results/stats/{t}.parquet").exists())
+                   if (f := local / f"results/default/stats/{t}.parquet").exists())
     assert len(stats) == 6 + 4
     for f in stats:
-        pd.testing.assert_frame_equal(pd.read_parquet(f),
-                                      pd.read_parquet(run.workdir / "results/stats" / f.name),
+        pd.testing.assert_frame_equal(pd.read_parquet(f), pd.read_parquet(
+                                          run.workdir / "results/default/stats" / f.name),
                                       obj=f.name)
     # The final models and the learning curve's snapshots (of seed 1, the cut config's).
     models = sorted(p for p in (local / "checkpoints").rglob("model.safetensors")
                     if "seed1" in p.parts)
     assert {str(f.relative_to(local)) for f in models} == {
         f for f in slurmrun.slurm_outputs(cfg)
-        if f.startswith("checkpoints/") and f.endswith("/model.safetensors")}
+        if f.startswith("checkpoints/default/") and f.endswith("/model.safetensors")}
     for f in models:
         twin = run.workdir / f.relative_to(local)
         assert _sha(f) == _sha(twin), twin
@@ -115,12 +116,12 @@ def test_killed_training_is_retried_from_its_checkpoint(cluster, tiny_model, tmp
     del cfg["claims"], cfg["figures"]  # they name the recipes replaced here
     configfile = tmp_path / "kill.yaml"
     configfile.write_text(yaml.safe_dump(cfg))
-    model = "checkpoints/r/top2/seed1/model.safetensors"
+    model = "checkpoints/default/r/top2/seed1/model.safetensors"
     local = tmp_path / "local"
     slurmrun.run_snakemake(local, "--configfile", str(configfile), "--cores", "1", model)
 
     work = tmp_path / "slurm"
-    state = work / "checkpoints/r/top2/seed1.trainer"
+    state = work / "checkpoints/default/r/top2/seed1.trainer"
     killed = {}
 
     def kill():
@@ -141,7 +142,7 @@ def test_killed_training_is_retried_from_its_checkpoint(cluster, tiny_model, tmp
     jobs = {j.job_id: j.state for j in slurmrun.sacct_jobs(run)}
     assert jobs[killed["id"]] == "FAILED", jobs
     assert sorted(jobs.values()) == ["COMPLETED", "FAILED"], jobs  # the retry
-    log = (work / "logs/train/r/top2/seed1.log").read_text()
+    log = (work / "logs/default/train/r/top2/seed1.log").read_text()
     assert "resuming from" in log and "checkpoint-" in log, log[-2000:]
     summary = json.loads((work / model).with_name("train_summary.json").read_text())
     ref = json.loads((local / model).with_name("train_summary.json").read_text())
@@ -191,5 +192,5 @@ def test_checks_catch_failures_wrong_partition_missing_gpu_and_unaccounted_jobs(
 def test_log_outputs_reads_the_output_lines_of_a_slurm_log():
     log = ("rule train:\n    input: x\n    output: checkpoints/r1/top1/seed1/model.safetensors\n"
            "    jobid: 3\nrule evaluate_trained:\n    output: a.parquet, b.parquet\n")
-    assert slurmrun.log_outputs(log) == {"checkpoints/r1/top1/seed1/model.safetensors",
+    assert slurmrun.log_outputs(log) == {"checkpoints/default/r1/top1/seed1/model.safetensors",
                                          "a.parquet", "b.parquet"}

@@ -1,5 +1,5 @@
 """Compute stage: what each trained arm's training cost, from its trainings'
-train_summary.json, into results/stats/compute.parquet (contracts.COMPUTE_TABLES).
+train_summary.json, into results/<study>/stats/compute.parquet (contracts.COMPUTE_TABLES).
 
 The unit is optimizer steps x layers trained ("layer-steps") of one training, beside the
 measured training seconds (train_summary.json's train_seconds: the trainer's run, without
@@ -10,7 +10,7 @@ depth and seed), so that a per-depth arm and a train-once arm compare at a glanc
 
 CLI: python -m workflow_scripts.biencoder.compute --summaries S1.json S2.json ... \
         --models-json '[[recipe, strategy, trained depth, seed], ...]' --depths 1 2 3 \
-        --out results/stats/compute.parquet
+        --out results/<study>/stats/compute.parquet
 """
 
 from __future__ import annotations

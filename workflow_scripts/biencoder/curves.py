@@ -5,7 +5,7 @@ A curve is one (recipe, strategy, depth) at the steps of its recipe's `eval_step
 the untrained truncated base (its evaluation files; strategy top's for a train-once arm),
 then the training's snapshots, then the final model (its evaluation files) at the recipe's
 last step. Per curve and benchmark, and across benchmarks ("all": the stratified,
-unweighted mean), it writes results/stats/:
+unweighted mean), it writes results/<study>/stats/:
 
   curves.parquet             per step: the mean and its interval (stats.interval, the
                              Multi-Bootstrap's beside it), as the stats stage's ci table
@@ -23,7 +23,7 @@ unweighted mean), it writes results/stats/:
 
 CLI: python -m workflow_scripts.biencoder.curves --evals FILE... --settings-json '{...}' \
         --grid-json '{"benchmarks": [..], "curves": [[recipe, strategy, depth, [seeds],
-        [snapshot steps], last step], ..]}' --out-dir results/stats [--threads 2]
+        [snapshot steps], last step], ..]}' --out-dir results/<study>/stats [--threads 2]
 """
 
 from __future__ import annotations

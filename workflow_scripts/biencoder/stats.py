@@ -4,7 +4,7 @@ Every interval, p-value and equivalence test uses the configured `stats.interval
 (stats/intervals.py: "calibrated" by default, or "multibootstrap"); every row also holds the
 Multi-Bootstrap's interval (mb_ci_low, mb_ci_high, mb_p_value) beside it.
 
-Reads every per-query evaluation parquet and writes results/stats/*.parquet:
+Reads every per-query evaluation parquet and writes results/<study>/stats/*.parquet:
   ci.parquet           CI of the mean metric per (recipe, strategy, depth), per benchmark and
                        across benchmarks ("all": stratified, unweighted mean of benchmarks)
   seeds.parquet        per-seed means (for the seed-variance figure)
@@ -24,7 +24,7 @@ Reads every per-query evaluation parquet and writes results/stats/*.parquet:
                        comparison partner, to detect a given delta
   agreement.parquet    instance-level agreement between seeds (top-1 hit; Spearman of metric)
 
-CLI: python -m workflow_scripts.biencoder.stats --evals FILE... --out-dir results/stats \
+CLI: python -m workflow_scripts.biencoder.stats --evals FILE... --out-dir results/<study>/stats \
         --settings-json '{"nboot": 2000, ...}' --budget-order short long --threads 2
 """
 

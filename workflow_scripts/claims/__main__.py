@@ -1,11 +1,13 @@
 """Decide a config's claims on a results folder: a claims table and its markdown.
 
-  python -m workflow_scripts.claims --config config/config.yaml --results results
+  python -m workflow_scripts.claims --config config/config.yaml [--results results/default]
   python -m workflow_scripts.claims --settings-json '{...}' --grid-json '{...}' \
-      --results results --table results/claims.parquet --markdown results/claims.md
+      --results results/default --table results/default/claims.parquet \
+      --markdown results/default/claims.md
 
 --config reads YAML config files (stacked as with snakemake --configfile), checks them and
-decides their claims; the workflow's claims rule passes the same as --settings-json
+decides their claims on the config's study (its results folder, results/<study>, unless
+--results names another); the workflow's claims rule passes the same as --settings-json
 (core/settings.py Claims) and --grid-json (claims/spec.py Grid) instead. With --config the
 table and markdown go to claims-cli/ (not into the results folder, whose claims.* are the
 workflow's: a report must publish what the workflow made), and a --table or --markdown
@@ -29,15 +31,17 @@ from workflow_scripts.core.settings import Claims, SettingsError
 DEFAULT_DIR = "claims-cli"  # the --config form's outputs, beside (never in) results/
 
 
-def read_config(paths) -> dict:
-    """YAML files merged as Snakemake merges --configfile files, then checked."""
+def read_config(files) -> dict:
+    """YAML files merged as Snakemake merges --configfile files, then checked; the study is
+    the last file's, as the Snakefile names it."""
     import yaml
 
-    from workflow_scripts.study_config import check_config
+    from workflow_scripts.study_config import check_config, configfile_study
 
     config: dict = {}
-    for p in paths:
+    for p in files:
         config = _merge(config, yaml.safe_load(Path(p).read_text(encoding="utf-8-sig")) or {})
+    config["study"] = configfile_study(files[-1])
     check_config(config)
     return config
 
@@ -73,7 +77,7 @@ def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads
     rest = [c for c in claims if c.id not in at_looks]
     data = claims_data.load(results, grid, rest)
     table = decide.decide(claims, data, decide.Options(settings, threads), at_looks)
-    record = registration.read(registry or Path(results) / Path(paths.CLAIMS_REGISTRY).name)
+    record = registration.read(registry or Path(results) / paths.CLAIMS_REGISTRY)
     heads = (table["row"] == "claim") & (table["verdict"] != "not-applicable")  # decided
     by_id = {c.id: c for c in claims}
     status = {entry["id"]: registration.status(record, entry, plan,
@@ -95,7 +99,8 @@ def main(argv=None) -> None:
     src.add_argument("--config", nargs="+", help="config YAML file(s)")
     src.add_argument("--settings-json", help="core/settings.py Claims as JSON (with --grid-json)")
     ap.add_argument("--grid-json", help="claims/spec.py Grid as JSON (with --settings-json)")
-    ap.add_argument("--results", required=True, help="the results folder")
+    ap.add_argument("--results", help="the study's results folder (with --config, default "
+                    "the config's: results/<study>)")
     ap.add_argument("--table", help=f"default: {DEFAULT_DIR}/claims.parquet")
     ap.add_argument("--markdown", help=f"default: {DEFAULT_DIR}/claims.md")
     ap.add_argument("--into-results", action="store_true",
@@ -107,7 +112,8 @@ def main(argv=None) -> None:
                     "does not show registered before their data, or driven by a look plan "
                     "it does not, are post hoc")
     ap.add_argument("--looks", nargs="*", default=[],
-                    help="the looks of seeds on demand (results/looks/look*.json), in order")
+                    help="the looks of seeds on demand (results/<study>/looks/look*.json), in "
+                    "order")
     a = ap.parse_args(argv)
     try:
         if a.config:
@@ -116,11 +122,13 @@ def main(argv=None) -> None:
         else:
             if not a.grid_json:
                 ap.error("--settings-json needs --grid-json")
+            if not a.results:
+                ap.error("--settings-json needs --results")
             settings = Claims.from_json(a.settings_json)
             grid = spec.Grid.from_dict(json.loads(a.grid_json))
     except (ValueError, SettingsError) as e:
         sys.exit(f"error: {e}")
-    results = Path(a.results)
+    results = Path(a.results or paths.Study(config["study"]).results)
     table_path = Path(a.table or f"{DEFAULT_DIR}/claims.parquet")
     md_path = Path(a.markdown or f"{DEFAULT_DIR}/claims.md")
     if a.config and not a.into_results:

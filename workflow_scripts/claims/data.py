@@ -34,8 +34,8 @@ class Data:
     ladder: dict = field(default_factory=dict)
     latency_calls: pd.DataFrame | None = None
     coherence: dict | None = None
-    onsets: pd.DataFrame | None = None  # results/stats/curves_onset.parquet
-    onset_dist: pd.DataFrame | None = None  # results/stats/curves_onset_dist.parquet
+    onsets: pd.DataFrame | None = None  # results/<study>/stats/curves_onset.parquet
+    onset_dist: pd.DataFrame | None = None  # results/<study>/stats/curves_onset_dist.parquet
     latency_depths: tuple[int, ...] = ()  # the config's latency ladder
     latency_dir: Path | None = None  # where the latency runs were read
     missing: dict = field(default_factory=dict)

@@ -1,5 +1,5 @@
-"""The forest plot of the decided claims (results/figures/claims.*), drawn from
-results/claims.parquet's claim rows (read with claims/table.py; this module decides and
+"""The forest plot of the decided claims (results/<study>/figures/claims.*), drawn from
+results/<study>/claims.parquet's claim rows (read with claims/table.py; this module decides and
 recomputes nothing).
 
 `forest_figure(table)` -> a matplotlib Figure: one horizontal strip per claim, each with its

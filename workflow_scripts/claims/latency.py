@@ -1,4 +1,4 @@
-"""Latency claims, read from the profiling runs (results/latency/run<r>.parquet) and the
+"""Latency claims, read from the profiling runs (results/<study>/latency/run<r>.parquet) and the
 coherence document: the ratio of two depths on the canonical ladder (each depth's median
 over the coherent runs of their relative ladder Q, which the drift of the machine leaves
 alone) with a bootstrap over coherent runs and, within each, whole rounds (every round

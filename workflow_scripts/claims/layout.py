@@ -1,5 +1,6 @@
-"""Which files the claims read in a results folder (core/paths.py's templates), for the claims
-rule's inputs and for loading. Standard library only: the Snakefile calls it.
+"""Which files the claims read in a results folder (a study's, results/<study>: core/paths.py's
+templates are relative to it), for the claims rule's inputs and for loading. Standard library
+only: the Snakefile calls it.
 """
 
 from __future__ import annotations
@@ -22,18 +23,17 @@ def eval_files(results: Path, grid: Grid, key: tuple, seeds=None) -> list[Path]:
                                    benchmark=b)
                  for s in (grid.recipe_seeds[recipe] if seeds is None else seeds)
                  for b in grid.benchmarks]
-    return [paths.under(results, f) for f in files]
+    return [Path(results) / f for f in files]
 
 
 def ladder_files(results: Path, grid: Grid, key: tuple) -> list[Path]:
     config, method, k = key
-    return [paths.under(results, paths.LADDER_RUN.format(arch=config, method=method, k=k,
-                                                         seed=s))
+    return [Path(results) / paths.LADDER_RUN.format(arch=config, method=method, k=k, seed=s)
             for s in grid.ladder_seeds]
 
 
 def latency_files(results: Path, grid: Grid) -> list[Path]:
-    return [paths.under(results, f) for f in
+    return [Path(results) / f for f in
             [*(paths.LATENCY_RUN.format(r=r) for r in range(grid.latency_runs)),
              paths.LATENCY_COHERENCE]]
 
@@ -41,7 +41,7 @@ def latency_files(results: Path, grid: Grid) -> list[Path]:
 def curve_files(results: Path) -> list[Path]:
     """The curves stage's onset tables (biencoder/curves.py): an onset claim reads the
     onset and its bootstrap distribution there, as the figure and report do."""
-    return [paths.under(results, paths.STATS_TABLE.format(table=t))
+    return [Path(results) / paths.STATS_TABLE.format(table=t)
             for t in ("curves_onset", "curves_onset_dist")]
 
 

@@ -1,5 +1,5 @@
 """Onset claims: where a learning curve's decline begins, read from the curves stage's tables
-(results/stats/curves_onset.parquet and curves_onset_dist.parquet, biencoder/curves.py).
+(results/<study>/stats/curves_onset.parquet and curves_onset_dist.parquet, biencoder/curves.py).
 
 The onset is the last step before the metric first falls more than stats.onset_epsilon below
 its running best; its bootstrap distribution over the step grid (the onset recomputed in

@@ -1,7 +1,7 @@
 """Render the decided claims: the "## Claims" section of the report (the forest plot is
 claims/forest.py's; this module's CLI draws it too).
 
-Input: results/claims.parquet (written by claims/decide), one row per claim (`row ==
+Input: results/<study>/claims.parquet (written by claims/decide), one row per claim (`row ==
 "claim"`, carrying the deciding member's estimate, interval and Holm-adjusted p-values)
 followed by its members (`row == "member"`, the same `claim` id). Both renderers are pure
 functions of that table; they decide nothing and recompute nothing.
@@ -12,8 +12,9 @@ functions of that table; they decide nothing and recompute nothing.
 - `forest.forest_plot(table, outs)` (claims/forest.py) -> the forest plot, one strip per
   claim, saved to every path in `outs`.
 
-CLI: python -m workflow_scripts.claims.render --table results/claims.parquet
-        [--figure results/figures/claims.png [more.pdf ...]] [--markdown results/claims.md]
+CLI: python -m workflow_scripts.claims.render --table results/<study>/claims.parquet
+        [--figure results/<study>/figures/claims.png [more.pdf ...]]
+        [--markdown results/<study>/claims.md]
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def registration_text(claims: list[dict]) -> str:
         return ""
     post = [_text(c["claim"]) for c in marked if _text(c["registration"]) == "post hoc"]
     head = (f"Registered before their data: {len(marked) - len(post)} of {len(marked)} "
-            f"decided claim{'s' * (len(marked) != 1)} (results/claims_registration.json).")
+            f"decided claim{'s' * (len(marked) != 1)} (results/<study>/claims_registration.json).")
     if not post:
         return head
     return (head + f" Post hoc (added or edited after their data existed, or driven by a look "
@@ -205,7 +206,7 @@ def markdown(table: pd.DataFrame) -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Render the decided claims: report section and "
                                              "forest plot.")
-    ap.add_argument("--table", required=True, help="results/claims.parquet")
+    ap.add_argument("--table", required=True, help="results/<study>/claims.parquet")
     ap.add_argument("--figure", nargs="+", default=[], help="forest plot path(s): png/pdf/svg")
     ap.add_argument("--markdown", help="write the '## Claims' section here")
     a = ap.parse_args(argv)

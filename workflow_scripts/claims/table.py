@@ -1,4 +1,4 @@
-"""The decided claims table (results/claims.parquet, written by claims/decide.py) as its two
+"""The decided claims table (results/<study>/claims.parquet, written by claims/decide.py) as its two
 readers take it: the columns they need, its claim rows, cell access and the interval's name.
 claims/render.py (claims.md) and claims/forest.py (the forest plot) both import it, and
 neither imports the other at module level.

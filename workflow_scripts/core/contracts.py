@@ -52,7 +52,7 @@ def base_strategy(strategy: str) -> str:
     return PER_DEPTH_REFERENCE if strategy in TRAIN_ONCE else strategy
 
 
-# Columns each results/stats/<table>.parquet holds at least (stats stage writes them; the
+# Columns each results/<study>/stats/<table>.parquet holds at least (stats stage writes them; the
 # figures and the report read them through read_stats).
 # `interval` is the interval method (stats/intervals.py); mb_* the Multi-Bootstrap's beside it.
 _INTERVAL = ("estimate", "ci_low", "ci_high", "p_value", "interval", "design", "resample", "ci",
@@ -77,7 +77,7 @@ STATS_TABLES = {
     "agreement": ("metric", "recipe", "strategy", "depth", "benchmark", "seed_a", "seed_b",
                   "top1_agreement", "spearman"),
 }
-# results/stats/curves*.parquet: the learning curves (biencoder/curves.py); `step` 0 is the
+# results/<study>/stats/curves*.parquet: the learning curves (biencoder/curves.py); `step` 0 is the
 # untrained base, the last step the final model; an onset of NaN is "no onset", +inf an
 # interval bound beyond the grid (no onset in that share of the samples).
 CURVE_TABLES = {
@@ -91,7 +91,7 @@ CURVE_TABLES = {
     "curves_onset_dist": ("metric", "recipe", "strategy", "depth", "benchmark", "onset_step",
                           "share"),
 }
-# results/stats/compute.parquet (biencoder/compute.py): each trained arm's training cost per
+# results/<study>/stats/compute.parquet (biencoder/compute.py): each trained arm's training cost per
 # (recipe, strategy, depth), from the trainings' train_summary.json. `layer_steps` = optimizer
 # steps x layers trained, of one training; a train-once arm's one training (trained_depth,
 # the deepest) serves `depths_served` depths; `arm_*`: the whole arm, every depth and seed.
@@ -101,7 +101,7 @@ COMPUTE_TABLES = {
                 "train_seconds_sum", "depths_served", "arm_trainings", "arm_layer_steps",
                 "arm_train_seconds"),
 }
-# results/usage.parquet: Snakemake's benchmark of every job, summed per rule.
+# results/<study>/usage.parquet: Snakemake's benchmark of every job, summed per rule.
 USAGE_COLUMNS = ("rule", "jobs", "seconds_total", "seconds_max", "max_rss_mb", "cpu_seconds")
 
 
@@ -291,7 +291,7 @@ def read_stats(stats_dir, name: str) -> pd.DataFrame:
 
 
 def read_usage(path) -> pd.DataFrame:
-    """results/usage.parquet (core/usage.py), checked against USAGE_COLUMNS."""
+    """results/<study>/usage.parquet (core/usage.py), checked against USAGE_COLUMNS."""
 
     df = read_parquet(path)
     check_columns(df, USAGE_COLUMNS, path)

@@ -1,10 +1,13 @@
-"""One running Snakemake per working folder, refused before the second builds its DAG.
+"""One running Snakemake per study folder, refused before the second builds its DAG.
 
 Snakemake takes its own lock (.snakemake/locks) only after building the DAG; a second run
-started with the first meanwhile reads the files the first's jobs remove and replace, and
-stops on whatever it meets (`Unable to obtain modification time of file ...`). The
-Snakefile calls take() at parse time instead: an flock on .snakemake/depthlab-run.lock,
-held until the process ends (the kernel releases it however it ends: no stale lock). Dry
+of the same study started with the first meanwhile reads the files the first's jobs remove
+and replace, and stops on whatever it meets (`Unable to obtain modification time of file
+...`). The Snakefile calls take() at parse time instead: an flock on
+.snakemake/depthlab-run/<study>.lock, held until the process ends (the kernel releases it
+however it ends: no stale lock). Studies of different names write different folders
+(core/paths.py), so they may run side by side; Snakemake's own lock still refuses a second
+run whose jobs would write the shared data/ files another run is writing. Dry
 runs and the commands that only read (--list, --dag, --summary, ...) do not take it, nor do
 the Snakemake processes a cluster job runs (they parse the Snakefile again), nor --nolock.
 Standard library only (imported at parse time).
@@ -16,7 +19,7 @@ import fcntl
 import os
 from pathlib import Path
 
-LOCK = Path(".snakemake") / "depthlab-run.lock"
+LOCKS = Path(".snakemake") / "depthlab-run"
 # Options after which Snakemake runs no job (or takes no lock of its own).
 READ_ONLY = {"--dry-run", "--dryrun", "--nolock", "--unlock", "--list", "--list-rules",
              "--list-target-rules", "--lt", "--dag", "--rulegraph", "--filegraph", "--d3dag",
@@ -44,9 +47,9 @@ def runs_jobs(argv) -> bool:
     return True
 
 
-def take(argv, folder=".") -> None:
-    """Hold the folder's run lock for this process, or raise RunLocked saying what to do."""
-    path = (Path(folder) / LOCK).absolute()
+def take(argv, study: str, folder=".") -> None:
+    """Hold the study's run lock for this process, or raise RunLocked saying what to do."""
+    path = (Path(folder) / LOCKS / f"{study}.lock").absolute()
     if not runs_jobs(argv) or str(path) in _held:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,10 +60,10 @@ def take(argv, folder=".") -> None:
         other = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
         os.close(fd)
         raise RunLocked(
-            f"another Snakemake is running this workflow in {path.parent.parent} ({other}): "
-            "wait for it to finish (or stop it), then start this one again; two runs in one "
-            "folder would remove and rewrite each other's files. A dry run (-n) is allowed "
-            "meanwhile.") from None
+            f"another Snakemake is running study {study} in {Path(folder).absolute()} "
+            f"({other}): wait for it to finish (or stop it), then start this one again; two "
+            "runs of one study would remove and rewrite each other's files. A dry run (-n), "
+            "or a study of another name, is allowed meanwhile.") from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()}\n".encode(), 0)
     _held[str(path)] = fd

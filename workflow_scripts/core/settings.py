@@ -31,7 +31,7 @@ SCHEMA_FILES = {"": ROOT / "config/schema.yaml", "ladder": ROOT / "config/ladder
 # are called (the grid, the data registry's sources), or how a job runs (seeds, threads,
 # checkpointing, figure formats). Rules pass them as wildcards or plain arguments.
 WORKFLOW_KEYS = frozenset({
-    "depths", "strategies", "train_data", "benchmarks", "preload",
+    "study", "depths", "strategies", "train_data", "benchmarks", "preload",
     "recipes.*.seeds",
     "recipes.*.checkpoint_every", "recipes.*.eval_steps", "recipes.*.train_once",
     "datasets.*.source", "datasets.*.url", "datasets.*.md5", "datasets.*.path",

@@ -1,5 +1,5 @@
 """The ladder's figure (accuracy vs k, CI bands, one panel per config) and its markdown
-summary (the fragment the report rule pastes into results/RESULTS.md).
+summary (the fragment the report rule pastes into results/<study>/RESULTS.md).
 
 Accuracy is a fraction (0.904), as in the claims and the rest of the report
 (core/notation.py).

@@ -1,7 +1,8 @@
 """RESULTS.md's section on training compute and, where the config has train-once arms, on
 train once vs per depth: at each depth the train-once arm against per-depth training of
 strategy top (comparisons of kind "train_once", delta = train-once - per-depth, paired by
-seed) with both intervals, and what each arm's training cost (results/stats/compute.parquet).
+seed) with both intervals, and what each arm's training cost
+(results/<study>/stats/compute.parquet).
 """
 
 from __future__ import annotations

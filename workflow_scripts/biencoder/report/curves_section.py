@@ -1,6 +1,6 @@
 """RESULTS.md's "Learning curves": per recipe the metric at every evaluated step with its
 interval, then the onset of the decline with its bootstrap interval and the change from the
-best step to the last (results/stats/curves*.parquet)."""
+best step to the last (results/<study>/stats/curves*.parquet)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from workflow_scripts.core.contracts import ALL
 
 
 def curves_section(cur: pd.DataFrame, change: pd.DataFrame, onset: pd.DataFrame) -> str:
-    """The learning curves (results/stats/curves*.parquet): per recipe the mean across
+    """The learning curves (results/<study>/stats/curves*.parquet): per recipe the mean across
     benchmarks at every step with its interval, then per curve and benchmark the onset of
     the decline with its bootstrap interval and the change from the best step to the last."""
     metric = cur["metric"].iloc[0]

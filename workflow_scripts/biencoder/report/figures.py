@@ -1,21 +1,23 @@
-"""Figures stage: one function per figure, each drawing its intervals from results/stats
-(labelled with the CI level and method the tables record) and, for pareto, the canonical
-latency ladder; quality_vs_compute reads the training compute (compute.parquet) beside the
-intervals. The figures live by concern: figures_depth.py (depth_vs_budget,
-per_benchmark_change, seed_variance), figures_latency.py (pareto),
-figures_training.py (learning_curves, quality_vs_compute); this module is their CLI.
+"""Figures stage: one function per figure, each drawing its intervals from the study's
+statistics tables (labelled with the CI level and method the tables record) and, for pareto,
+the canonical latency ladder; quality_vs_compute reads the training compute (compute.parquet)
+beside the intervals. Which tables each figure reads is the study plan's registry
+(study_plan.BIENCODER_FIGURES), passed as --stats. The figures live by concern:
+figures_depth.py (depth_vs_budget, per_benchmark_change, seed_variance), figures_latency.py
+(pareto), figures_training.py (learning_curves, quality_vs_compute); this module is their CLI.
 
-CLI: python -m workflow_scripts.biencoder.report.figures NAME --stats-dir results/stats
-        [--latency results/latency/ladder.parquet
-         [--latency-summary results/latency/summary.parquet]]
+CLI: python -m workflow_scripts.biencoder.report.figures NAME
+        --stats results/STUDY/stats/ci.parquet ... (each table the figure reads)
+        [--latency results/STUDY/latency/ladder.parquet
+         [--latency-summary results/STUDY/latency/summary.parquet]]
         [--budget-order R1 R2 ...] [--pair A B]
-        (learning_curves reads the curves tables of the same folder)
-        --out results/figures/NAME.png [...pdf]
+        --out results/STUDY/figures/NAME.png [...pdf]
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -41,6 +43,11 @@ def load_stats(stats_dir, names=("ci", "seeds", "comparisons")) -> dict[str, pd.
     return {n: contracts.read_stats(stats_dir, n) for n in names}
 
 
+def load_tables(files) -> dict[str, pd.DataFrame]:
+    """Statistics tables by name (their files' stems)."""
+    return {Path(f).stem: contracts.read_stats(Path(f).parent, Path(f).stem) for f in files}
+
+
 def save(fig: plt.Figure, outs) -> None:
     contracts.write_figure(fig, outs)
 
@@ -48,7 +55,8 @@ def save(fig: plt.Figure, outs) -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description="Draw one figure of the study.")
     ap.add_argument("name", choices=list(FIGURES))
-    ap.add_argument("--stats-dir", required=True)
+    ap.add_argument("--stats", nargs="+", required=True,
+                    help="the statistics tables the figure reads")
     ap.add_argument("--latency", help="canonical latency ladder parquet (pareto)")
     ap.add_argument("--latency-summary", help="per-run latency summary parquet (pareto: "
                     "whether the machine was busy)")
@@ -56,9 +64,7 @@ def main(argv=None) -> None:
     ap.add_argument("--pair", nargs=2, help="recipes A B of per_benchmark_change (B - A)")
     ap.add_argument("--out", nargs="+", required=True)
     a = ap.parse_args(argv)
-    stats = load_stats(a.stats_dir, {"learning_curves": ("curves", "curves_onset"),
-                                     "quality_vs_compute": ("ci", "compute")}.get(
-        a.name, ("ci", "seeds", "comparisons")))
+    stats = load_tables(a.stats)
     order = list(a.budget_order)
     if a.name == "pareto":
         if not a.latency:

@@ -1,6 +1,6 @@
 """Figures of the metric by depth: depth_vs_budget (every arm's mean with its band),
 per_benchmark_change (the budget effect per benchmark) and seed_variance (each seed's
-mean beside the interval), from results/stats/{ci,seeds,comparisons}.parquet; plus the arm
+mean beside the interval), from results/<study>/stats/{ci,seeds,comparisons}.parquet; plus the arm
 helpers the other figure modules share. The CLI is figures.py."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The accuracy-latency figure (pareto): every arm's mean with its interval against the
-canonical latency ladder (results/latency/ladder.parquet), and the Pareto front. The CLI is
+canonical latency ladder (results/<study>/latency/ladder.parquet), and the Pareto front. The CLI is
 figures.py."""
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def busy_runs(summary: pd.DataFrame) -> list[int]:
 
 
 def pareto(stats: dict, latency: pd.DataFrame, order=(), busy=()) -> plt.Figure:
-    """Accuracy vs the canonical latency ladder: `latency` is results/latency/ladder.parquet,
+    """Accuracy vs the canonical latency ladder: `latency` is
+    results/<study>/latency/ladder.parquet,
     one row per depth whose p50_ms is the median over the coherent profiling runs only of
     their relative ladder Q, times the reference depth's p50 (x error bars: the runs' range
     of Q, in those milliseconds). The x label says whether the milliseconds are verified
@@ -61,7 +62,7 @@ def pareto(stats: dict, latency: pd.DataFrame, order=(), busy=()) -> plt.Figure:
     `busy`: the profiling runs the machine was busy during (busy_runs), said in the x label."""
     if latency["depth"].duplicated().any():
         raise ValueError("pareto needs the canonical latency ladder (one row per depth: "
-                         "results/latency/ladder.parquet), not per-run rows")
+                         "results/<study>/latency/ladder.parquet), not per-run rows")
     lad = latency.set_index("depth")
     p50 = lad["p50_ms"].astype(float)
     unverified = p50.isna()

@@ -1,6 +1,6 @@
 """Figures over training: learning_curves (the metric over training steps, with the onset
 of the decline) and quality_vs_compute (the metric against the training compute behind each
-arm), from results/stats/curves*.parquet and compute.parquet. The CLI is figures.py."""
+arm), from results/<study>/stats/curves*.parquet and compute.parquet. The CLI is figures.py."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def _depth_labels(ax, labels) -> None:
 
 def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
     """Mean metric with its CI against the training compute behind each trained arm's
-    depth (results/stats/compute.parquet): left, optimizer steps x layers trained of one
+    depth (results/<study>/stats/compute.parquet): left, optimizer steps x layers trained of one
     training; right, its measured seconds (mean over seeds). A per-depth arm's depths lie
     on a line (one training each); a train-once arm's depths cost one x (one training
     serves them all) and stand a step apart right of it, their labels spread. The legend

@@ -1,6 +1,6 @@
-"""RESULTS.md's "Latency ladder": the canonical ladder (results/latency/ladder.parquet),
+"""RESULTS.md's "Latency ladder": the canonical ladder (results/<study>/latency/ladder.parquet),
 whether its milliseconds are verified, its line fit (coherence.json's canonical_ladder.fit)
-and every profiling run's coherence verdict (results/latency/summary.parquet)."""
+and every profiling run's coherence verdict (results/<study>/latency/summary.parquet)."""
 
 from __future__ import annotations
 
@@ -72,16 +72,16 @@ def machine_note(per_run: pd.DataFrame) -> str:
     head = (f"**The machine was busy during profiling run(s) {', '.join(map(str, busy))}**: "
             "its latencies are less trustworthy than a quiet machine's."
             if busy else "The machine was quiet during every profiling run.")
-    return ("Machine load during profiling (also in `results/latency/coherence.json`): "
+    return ("Machine load during profiling (also in `results/<study>/latency/coherence.json`): "
             + head + "\n\n" + "\n".join(lines))
 
 
 def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | None = None) -> str:
-    """The canonical latency ladder (results/latency/ladder.parquet: per depth the median
+    """The canonical latency ladder (results/<study>/latency/ladder.parquet: per depth the median
     over the coherent runs of their relative ladder Q, times the reference depth's p50),
     whether its milliseconds are verified, its line fit (`fit`: coherence.json's
     canonical_ladder.fit; None: fitted here), every run's coherence verdict and the
-    incoherent runs with their failed checks (results/latency/summary.parquet)."""
+    incoherent runs with their failed checks (results/<study>/latency/summary.parquet)."""
     head = ("## Latency ladder\n\nEncode latency of one fixed pre-tokenized batch"
             + (f" ({_latency_setup(summary)})" if len(summary) else "")
             + ", all depths in one process per run, in rounds of one visit per depth in "
@@ -116,7 +116,7 @@ def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | Non
            "`absolute_stable` (steady machine speed, tight calls, runs agreeing in "
            "milliseconds) are reported without gating: a run that stopped at a cap is used "
            "with its wider CI, which the latency claims read "
-           "(`results/latency/coherence.json` holds each check's value). The canonical "
+           "(`results/<study>/latency/coherence.json` holds each check's value). The canonical "
            "ladder is, per depth, the median over the coherent runs only of their Q, times "
            "the median over them of the reference depth's p50 (ms per batch of model "
            "calls; `encode()` adds tokenization).\n"]

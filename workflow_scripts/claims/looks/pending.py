@@ -31,14 +31,14 @@ def chain(read: Callable[[int], dict | None]) -> list[dict]:
     return docs
 
 
-def looks_files(docs: list[dict]) -> list[str]:
-    """The look documents a finished study has: those on disk, and the next one where the
-    last asks for more seeds (look 0 where none is there yet)."""
+def looks_files(docs: list[dict], results: str) -> list[str]:
+    """The look documents a finished study has in its results folder: those on disk, and the
+    next one where the last asks for more seeds (look 0 where none is there yet)."""
     n = len(docs) + (0 if docs and docs[-1]["stop"] else 1)
-    return [paths.LOOK.format(k=k) for k in range(n)]
+    return [f"{results}/{paths.LOOK.format(k=k)}" for k in range(n)]
 
 
-def evaluations(docs: list[dict], claims: list, grid, results: str = "results") -> list[str]:
+def evaluations(docs: list[dict], claims: list, grid, results: str) -> list[str]:
     """Every per-query file the looks read: each driving claim's at the seeds each look
     left it, and the open claims' at the seeds the last look asks for next. Claims and arms
     the config no longer has are left out."""
@@ -58,7 +58,8 @@ def next_look_cost(docs: list[dict], plan, exists: Callable[[str], bool] = lambd
                    ) -> dict | None:
     """What the next look runs before it decides, where the last document asks for more
     seeds (else None): {look, seeds (per arm), trainings, evaluations (jobs)}. plan: the
-    StudyPlan (a train-once model serves every depth: one training per seed, one evaluation
+    StudyPlan, whose paths are the study's (a train-once model serves every depth: one
+    training per seed, one evaluation
     job per seed and benchmark; a per-depth arm one of each per depth). Models and
     evaluations for which `exists` holds (written by an earlier, interrupted run) are not
     counted."""
@@ -70,12 +71,12 @@ def next_look_cost(docs: list[dict], plan, exists: Callable[[str], bool] = lambd
     for (recipe, strategy, depth), seeds in arms_of(last["next"]).items():
         trained = plan.model_depth(strategy, depth)
         for seed in seeds:
-            model = (paths.MODEL_DIR.format(recipe=recipe, strategy=strategy, depth=trained,
+            model = (plan.paths.MODEL_DIR.format(recipe=recipe, strategy=strategy, depth=trained,
                                             seed=seed) + "/model.safetensors")
             if not exists(model):
                 models.add(model)
             for b in plan.benchmarks:
-                out = paths.EVAL.format(recipe=recipe, strategy=strategy, depth=depth,
+                out = plan.paths.EVAL.format(recipe=recipe, strategy=strategy, depth=depth,
                                         seed=seed, benchmark=b)
                 if not exists(out):
                     jobs.add((recipe, strategy, trained, seed, b))

@@ -26,7 +26,7 @@ arms' seeds of the next look, which the workflow reads to train and evaluate onl
 (rules/looks.smk).
 
   python -m workflow_scripts.claims.looks --settings-json S --grid-json G \\
-      --adaptive-json A --look K [--previous lookK-1.json] --results results --out lookK.json
+      --adaptive-json A --look K [--previous lookK-1.json] --results results/STUDY --out lookK.json
   python -m workflow_scripts.claims.looks --gather look0.json ... --out claims_looks.parquet
 """
 
@@ -111,7 +111,7 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
     if (previous is None) != (k == 0) or (previous and previous["look"] != k - 1):
         raise ValueError(f"look {k} needs look {k - 1}'s document (--previous)")
     if previous and previous["plan"] != the_plan:
-        raise ValueError(refusal(k, previous["plan"], the_plan))
+        raise ValueError(refusal(k, previous["plan"], the_plan, results))
     state = dict(previous["claims"]) if previous else {}
     live = [c for c in driving if state.get(c.id, {}).get("status", "open") == "open"]
     arms = {key: look_arms.seeds_at(grid.recipe_seeds[key[0]], seeds[k])
@@ -146,16 +146,18 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
             "rows": rows, "next": look_arms.arm_rows(nxt), "stop": not still}
 
 
-def refusal(k: int, made: dict, configured: dict) -> str:
+def refusal(k: int, made: dict, configured: dict, results) -> str:
     """Why look k does not follow a previous look made with another plan, and what a reset
     does: the registration keeps the first plan, so the claims a plan changed after their
-    data drives are post hoc."""
+    data drives are post hoc. results: the study's results folder."""
     drives = ", ".join(dict.fromkeys([*made.get("claims", []), *configured["claims"]]))
-    return (f"look {k - 1}'s document ({paths.LOOK.format(k=k - 1)}) was made with another "
+    doc = Path(results) / paths.LOOK.format(k=k - 1)
+    registry = Path(results) / paths.CLAIMS_REGISTRY
+    return (f"look {k - 1}'s document ({doc}) was made with another "
             f"look plan ({registration.describe_plan(made)}) "
             f"than the config's ({registration.describe_plan(configured)}). To restart the "
-            "looks with the config's plan, remove results/looks; the reset is recorded: "
-            f"{paths.CLAIMS_REGISTRY} keeps the first plan in its history, so the new looks "
+            f"looks with the config's plan, remove {doc.parent}; the reset is recorded: "
+            f"{registry} keeps the first plan in its history, so the new looks "
             f"come after their data and the claims they drive ({drives}) will be decided and "
             "shown as post hoc (not covered by the error rate). To keep them registered, "
             "restore the plan the looks were made with.")
@@ -178,7 +180,7 @@ def registration_text(record: dict, plan: dict) -> str:
     level; or post hoc, and why."""
     entry = record.get("looks")
     drives = ", ".join(plan["claims"])
-    where = paths.CLAIMS_REGISTRY
+    where = f"the study's {paths.CLAIMS_REGISTRY}"
     if registration.plan_status(record, plan) == registration.REGISTERED:
         return (f"**Registered before the data.** This plan was recorded in {where} at "
                 f"{entry['registered_at']}, before any data of the claims it drives "
@@ -246,7 +248,7 @@ def main(argv=None) -> None:
     ap.add_argument("--adaptive-json", help="core/settings.py Looks as JSON")
     ap.add_argument("--look", type=int)
     ap.add_argument("--previous", help="the previous look's document (looks after the first)")
-    ap.add_argument("--results", default="results")
+    ap.add_argument("--results", required=True, help="the study's results folder")
     ap.add_argument("--gather", nargs="+", help="look documents -> one table (--out)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--threads", type=int)
