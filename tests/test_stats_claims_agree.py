@@ -60,3 +60,17 @@ def test_every_comparison_has_one_interval_in_the_stats_table_and_the_claims():
                 (row["estimate"], row["ci_low"], row["ci_high"]), rel=1e-12, abs=1e-15), where
             borrowed += "borrowed" in row.get("seed_noise", "")
     assert borrowed >= 8  # r_one against r_short and r_long, each depth, benchmark and "all"
+
+
+def test_the_seed_plans_use_one_statistic_whatever_the_interval_method():
+    """With stats.interval: multibootstrap the stats table planned with normal quantiles and
+    the claims with the calibrated t: one study, two seed counts. Both now plan with the
+    calibrated t (intervals.seeds_needed and seeds_to_settle)."""
+    from workflow_scripts.stats import intervals
+
+    rng = np.random.default_rng(3)
+    x = 0.5 + rng.normal(0, 0.02, (3, 1)) + rng.normal(0, 0.1, (3, 200))
+    y = x + 0.01 + rng.normal(0, 0.02, (3, 1))
+    targets = {"half_width": 0.01, "delta": 0.02, "versus": y, "ci": 0.95}
+    assert (intervals.seeds_needed(x, method="multibootstrap", **targets)
+            == intervals.seeds_needed(x, method="calibrated", **targets))

@@ -98,10 +98,13 @@ def equivalence(a, b, *, method: str, epsilon: float, design: str, alpha: float,
 
 
 def seeds_needed(scores, *, method: str, **targets) -> dict[str, Any]:
-    """The seed planner matching the method: t quantiles (calibrated) or normal ones."""
+    """Seeds for a half-width or a delta (seed_planning.seeds_needed, the calibrated t)
+    whatever the interval method, as seeds_to_settle plans the claims: the stats table and
+    claims.md plan with one statistic. The Multi-Bootstrap's own planner
+    (multibootstrap.seeds_needed, normal quantiles) stays in its library: at 3 seeds its
+    normal quantiles promise too few seeds."""
     _check(method)
-    planner = seed_planning.seeds_needed if method == "calibrated" else mb.seeds_needed
-    return planner(scores, **targets)
+    return seed_planning.seeds_needed(scores, **targets)
 
 
 def seeds_to_settle(a, b, *, method: str, margin: float, ci: float, design: str,
