@@ -14,6 +14,7 @@ from scipy import stats
 from workflow_scripts.stats import calibrated as cal
 from workflow_scripts.stats import multibootstrap as mb
 from workflow_scripts.stats import seed_planning, tail_calibration
+from workflow_scripts.stats import variance_terms as vt
 from workflow_scripts.stats.df_rule import DEFAULT_RULE
 
 # A [3 seeds, 4 examples] matrix small enough to check by hand.
@@ -71,7 +72,7 @@ def test_variance_df_and_interval_by_hand():
             expected[name], abs=1e-6), name
     # X: 4 examples cap the seed rule's df at 3; Y: the seed charge carries 54% of V, so
     # 2 / 0.5389 = 3.711 df, below its 5 examples' 4.
-    comp = cal.variance_components(X)
+    comp = vt.variance_components(X)
     ms_s, ms_e, ms_r = mean_squares(X)
     assert comp["sigma2_residual"] == pytest.approx(ms_r)
     assert comp["sigma2_seed"] == pytest.approx(max(0.0, (ms_s - ms_r) / 4))
@@ -92,7 +93,7 @@ def test_df_divide_by_the_seed_share_once():
         share = (seed + DEFAULT_RULE.kappa * resid) / r.se**2
         assert r.df == pytest.approx(min(2 / share, 299)) and r.df <= 2 / share**2
     seeds_only = cal.mean_interval(X, resample=("seeds",))
-    assert seeds_only.df == 2 == cal.satterthwaite(seeds_only.terms)[1]
+    assert seeds_only.df == 2 == vt.satterthwaite(seeds_only.terms)[1]
 
 
 def test_one_term_is_exactly_students_t():
@@ -150,10 +151,10 @@ def test_negative_example_part_is_clipped():
     """No example effect at all: the example part can estimate below 0 and is then 0."""
     rng = np.random.default_rng(3)
     x = rng.normal(0, 1, (3, 1)) + rng.normal(0, 0.01, (3, 200))
-    terms = cal.variance_terms(*_one_arm(x))
+    terms = vt.variance_terms(*_one_arm(x))
     examples = sum(t.coef * t.ms for t in terms if t.part == "examples")
     seeds = sum(t.coef * t.ms for t in terms if t.part == "seeds")
-    var, df = cal.satterthwaite(terms)
+    var, df = vt.satterthwaite(terms)
     assert var == pytest.approx(seeds + max(examples, 0.0))
     if examples <= 0:
         assert df == 2
@@ -204,7 +205,7 @@ def test_planner_uses_t_quantiles():
         0, 0.05, (3, 400))
     plan = seed_planning.seeds_needed(x, half_width=0.03, delta=0.02)
     z_plan = mb.seeds_needed(x, half_width=0.03, delta=0.02)
-    comp = cal.variance_components(x)
+    comp = vt.variance_components(x)
     v_seed = comp["sigma2_seed"] + comp["sigma2_residual"] / 400
     v_ex = comp["sigma2_example"] / 400
 
@@ -265,7 +266,7 @@ def coverage(seed_sd: float, queries: int, trials: int, rng_seed: int) -> tuple[
         q = rng.normal(0, 0.2, queries)
         a, b = arm(0.5, q), arm(0.51, q)
         r = cal.compare(a, b, design="paired")
-        var, df = cal.satterthwaite(r.terms)
+        var, df = vt.satterthwaite(r.terms)
         h = stats.t.ppf(0.975, df) * math.sqrt(var)
         hits += (r.ci_low <= 0.01 <= r.ci_high, abs(r.estimate - 0.01) <= h)
     return hits[0] / trials, hits[1] / trials
@@ -306,14 +307,14 @@ def test_unpaired_seed_terms_merge_by_share_and_welch_is_the_reference():
     a = np.array([[0.1], [0.2], [0.3]]) + np.zeros((3, 30))
     b = a + 0.05
     terms = cal.compare(a, b, design="unpaired", resample=("seeds",)).terms
-    merged = cal.welch(terms)
+    merged = vt.welch(terms)
     assert len(merged) == 1 and merged[0].df == pytest.approx(6.0)
     assert merged[0].coef * merged[0].ms == pytest.approx(sum(t.coef * t.ms for t in terms))
     r = cal.compare(a, b, design="unpaired", resample=("seeds",))
     half = stats.t.ppf(0.975, 4) * math.sqrt(2 * np.var([0.1, 0.2, 0.3], ddof=1) / 3)
     assert (r.ci_high - r.ci_low) / 2 == pytest.approx(half, rel=1e-12)
     flat = np.full((3, 30), 0.2)  # b's seeds agree: the merged term is a's alone, 2 df
-    assert cal.welch(cal.compare(a, flat, design="unpaired",
+    assert vt.welch(cal.compare(a, flat, design="unpaired",
                                  resample=("seeds",)).terms)[0].df == pytest.approx(2.0)
     paired_terms = cal.compare(a, b).terms
-    assert cal.welch(paired_terms) == list(paired_terms)  # one seed term: nothing to merge
+    assert vt.welch(paired_terms) == list(paired_terms)  # one seed term: nothing to merge

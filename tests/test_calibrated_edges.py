@@ -13,6 +13,7 @@ import pytest
 from scipy import special
 
 from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import variance_terms as vt
 from workflow_scripts.stats.df_rule import DEFAULT_RULE
 
 
@@ -97,9 +98,9 @@ def _exact_coverage(seeds: int, a: float, r: float, n: int = 400) -> float:
     total = 0.0
     for u in (np.arange(n) + 0.5) / n:
         m = (a + r) * stats.chi2.ppf(u, seeds - 1) / (seeds - 1)
-        terms = [cal.Term("seeds", "seeds", 1.0, m, seeds - 1, seeds, "x"),
-                 cal.Term("examples", "examples", 1.0, (1 - a - r) + r, q - 1),
-                 cal.Term("residual", "examples", -1.0, r, (seeds - 1) * (q - 1), seeds, "x")]
+        terms = [vt.Term("seeds", "seeds", 1.0, m, seeds - 1, seeds, "x"),
+                 vt.Term("examples", "examples", 1.0, (1 - a - r) + r, q - 1),
+                 vt.Term("residual", "examples", -1.0, r, (seeds - 1) * (q - 1), seeds, "x")]
         h = cal.t_half_width(cal.total_variance(terms), cal.calibrated_df(terms), 0.95)
         total += 2 * special.ndtr(h) - 1
     return 100 * total / n
@@ -123,8 +124,8 @@ def test_two_seed_df_from_the_share():
     """At 2 seeds: t_1 when the seed term is at least 0.3 of V, the normal (capped at the
     example df) at 0.1 and below, df_seed (w1 - w0) / (share - w0) between."""
     def df(m, x):
-        return cal.calibrated_df([cal.Term("seeds", "seeds", 1.0, m, 1, 2, "x"),
-                                  cal.Term("examples", "examples", 1.0, x, 999)])
+        return cal.calibrated_df([vt.Term("seeds", "seeds", 1.0, m, 1, 2, "x"),
+                                  vt.Term("examples", "examples", 1.0, x, 999)])
     assert df(0.5, 0.5) == 1.0  # share 0.5
     assert df(0.2, 0.8) == pytest.approx(0.2 / 0.1)  # share 0.2
     assert df(0.05, 0.95) == 999  # share 0.05: the example df

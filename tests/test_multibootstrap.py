@@ -21,7 +21,7 @@ from scipy import stats
 
 from workflow_scripts.stats import bootstrap_engine as engine
 from workflow_scripts.stats import multibootstrap as mb
-from workflow_scripts.stats.calibrated import arm_example_variance
+from workflow_scripts.stats.variance_terms import arm_example_variance
 
 BOTH, SEEDS, EXAMPLES = ("seeds", "examples"), ("seeds",), ("examples",)
 RESAMPLES = [BOTH, SEEDS, EXAMPLES]

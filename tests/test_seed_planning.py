@@ -12,18 +12,19 @@ import pytest
 
 from workflow_scripts.stats import calibrated as cal
 from workflow_scripts.stats import seed_planning as sp
+from workflow_scripts.stats import variance_terms as vt
 
 Q = 300
 SD_SEED, SD_EXAMPLE, SD_RESIDUAL = 0.004, 0.05, 0.3  # residual-heavy, as binary outcomes are
 
 
-def expected_terms(seeds: int) -> list[cal.Term]:
+def expected_terms(seeds: int) -> list[vt.Term]:
     """The terms of one [seeds, Q] array with every mean square at its expectation."""
     ms_seed = Q * SD_SEED**2 + SD_RESIDUAL**2
     ms_example = seeds * SD_EXAMPLE**2 + SD_RESIDUAL**2
-    return [cal.Term("seeds of x", "seeds", 1 / seeds, ms_seed / Q, seeds - 1, seeds, "x"),
-            cal.Term("examples of benchmark 0", "examples", 1 / Q, ms_example / seeds, Q - 1),
-            cal.Term("residual of x, benchmark 0", "examples", -1 / (Q * seeds),
+    return [vt.Term("seeds of x", "seeds", 1 / seeds, ms_seed / Q, seeds - 1, seeds, "x"),
+            vt.Term("examples of benchmark 0", "examples", 1 / Q, ms_example / seeds, Q - 1),
+            vt.Term("residual of x, benchmark 0", "examples", -1 / (Q * seeds),
                      SD_RESIDUAL**2, (seeds - 1) * (Q - 1), seeds, "x")]
 
 
@@ -83,7 +84,7 @@ def test_examples_alone_too_wide_gives_none():
 # ---------------------------------------------------------------------------------------
 # The vectorised statistic, the assurance and the power
 # ---------------------------------------------------------------------------------------
-def _studies_terms(rng) -> list[tuple[str, list[cal.Term]]]:
+def _studies_terms(rng) -> list[tuple[str, list[vt.Term]]]:
     """Terms of real comparisons: paired, unpaired at equal and unequal seeds, a 2-seed arm,
     a one-seed arm with borrowed terms, two benchmarks; each scaled to 7 seeds."""
     def arm(s, q=200, seed_sd=0.01):
@@ -195,15 +196,15 @@ def test_the_planner_is_deterministic_and_fast():
 SEED, INTERACTION, NOISE, DELTA = 0.005, 0.02, 0.05, 0.01  # per arm: the issue's case
 
 
-def pair_terms(seeds: int) -> list[cal.Term]:
+def pair_terms(seeds: int) -> list[vt.Term]:
     """An unpaired comparison's terms with every mean square at its expectation: two arms
     with independent seeds on the same Q examples, each with its own arm x example effect."""
     ms_seed = SEED**2 + NOISE**2 / Q
     ms_example = 2 * INTERACTION**2 + 2 * NOISE**2 / seeds
-    return [*(cal.Term(f"seeds of {a}", "seeds", 1 / seeds, ms_seed, seeds - 1, seeds, a)
+    return [*(vt.Term(f"seeds of {a}", "seeds", 1 / seeds, ms_seed, seeds - 1, seeds, a)
               for a in "ab"),
-            cal.Term("examples of benchmark 0", "examples", 1 / Q, ms_example, Q - 1),
-            *(cal.Term(f"residual of {a}, benchmark 0", "examples", -1 / (Q * seeds),
+            vt.Term("examples of benchmark 0", "examples", 1 / Q, ms_example, Q - 1),
+            *(vt.Term(f"residual of {a}, benchmark 0", "examples", -1 / (Q * seeds),
                        NOISE**2, (seeds - 1) * (Q - 1), seeds, a) for a in "ab")]
 
 

@@ -12,6 +12,7 @@ from scipy import special, stats
 
 from workflow_scripts.stats import calibrated as cal
 from workflow_scripts.stats import tail_calibration as tc
+from workflow_scripts.stats import variance_terms as vt
 from workflow_scripts.stats.borrowed_seeds import borrowed_terms
 from workflow_scripts.stats.df_rule import merged_seed_df
 from workflow_scripts.stats.sequential import look_alphas
@@ -153,7 +154,7 @@ def test_several_seed_terms_merge_by_each_one_s_share():
     assert merged_seed_df([1.0, 1.0], [2, 2]) == pytest.approx(4.0)
     assert merged_seed_df([1.0, 0.1], [2, 2]) == pytest.approx(2.2)
     assert merged_seed_df([1.0, 0.1], [2, 2], "welch") == pytest.approx(2.79, abs=0.01)
-    assert cal._welch_df([1.0, 0.1], [2, 2]) == pytest.approx(2.79, abs=0.01)
+    assert vt._welch_df([1.0, 0.1], [2, 2]) == pytest.approx(2.79, abs=0.01)
 
 
 # (the two terms' df and the residual noise each holds, E[M]/r of each, whether the plug-in

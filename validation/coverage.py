@@ -3,7 +3,7 @@
 Per cell, fresh data with a known truth are drawn trial after trial, and each method's interval
 is checked for covering it. Methods: `calibrated` (workflow_scripts/stats/calibrated.py: t with
 the seed df divided by the seed share), `satterthwaite` (the plug-in t interval on the same
-result's terms: estimate +- t_{df} sqrt(variance), cal.satterthwaite) and `multibootstrap`
+result's terms: estimate +- t_{df} sqrt(variance), vt.satterthwaite) and `multibootstrap`
 (workflow_scripts/stats/multibootstrap.py, percentile, one thread). --theory prints instead the
 df rules' coverage in the model they are about, by exact integration (seconds).
 
@@ -52,6 +52,7 @@ from tqdm import tqdm
 from validation import model
 from workflow_scripts.stats import calibrated as cal
 from workflow_scripts.stats import multibootstrap as mb
+from workflow_scripts.stats import variance_terms as vt
 
 MEAN, DELTA = 0.5, 0.01
 QUERY_SD, INTERACTION_SD, NOISE_SD = 0.2, 0.02, 0.05
@@ -160,7 +161,7 @@ def calibrated_pair(a, b, design, ci) -> tuple[tuple[float, float], tuple[float,
         res = cal.mean_interval(b, ci=ci)
     else:
         res = cal.compare(a, b, design=_api_design(design), ci=ci)
-    var, df = cal.satterthwaite(res.terms)
+    var, df = vt.satterthwaite(res.terms)
     h = float(stats.t.ppf((1 + ci) / 2, df)) * math.sqrt(var)
     return (res.ci_low, res.ci_high), (res.estimate - h, res.estimate + h)
 

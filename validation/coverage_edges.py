@@ -33,6 +33,7 @@ from scipy import special, stats
 
 from validation import model
 from workflow_scripts.stats import calibrated as cal
+from workflow_scripts.stats import variance_terms as vt
 from workflow_scripts.stats.df_rule import DEFAULT_RULE, DfRule
 
 Z = float(special.ndtri(0.975))
@@ -110,12 +111,12 @@ def _before(terms) -> tuple[float, float]:
     """The rule before this one: V = seed terms + max(example - residual terms, 0),
     df = df_seed (Welch 1947 over arms) * V / seed part, capped by the example df; no seed
     part: Satterthwaite over the example and residual terms (which could collapse)."""
-    merged = cal.welch(terms)
+    merged = vt.welch(terms)
     seed = sum(t.coef * t.ms for t in merged if t.part == "seeds")
     ex = [t for t in merged if t.part == "examples"]
     var = seed + max(sum(t.coef * t.ms for t in ex), 0.0)
     if not seed > 0:
-        return var, cal.sum_terms(ex)[1]
+        return var, vt.sum_terms(ex)[1]
     df_seed = next(t.df for t in merged if t.part == "seeds")
     return var, min([df_seed * var / seed, *(t.df for t in ex)])
 

@@ -44,6 +44,7 @@ from scipy import stats
 from validation import model
 from workflow_scripts.stats import calibrated as cal
 from workflow_scripts.stats import seed_planning as sp
+from workflow_scripts.stats import variance_terms as vt
 
 Q, START, FOLLOW_MAX = 300, 3, 3000
 REGIMES = {  # per arm: (seed sd, arm x example sd, noise sd), as validation/sequential.py's
@@ -173,10 +174,10 @@ def assurance_table(studies: int) -> None:
 def pair_terms(seed: float, inter: float, noise: float, q: int, s: int = 3) -> list:
     """The unpaired comparison's terms at their expectations (tests/test_seed_planning.py)."""
     ms_seed = seed**2 + noise**2 / q
-    return [*(cal.Term(f"seeds of {a}", "seeds", 1 / s, ms_seed, s - 1, s, a) for a in "ab"),
-            cal.Term("examples of benchmark 0", "examples", 1 / q,
+    return [*(vt.Term(f"seeds of {a}", "seeds", 1 / s, ms_seed, s - 1, s, a) for a in "ab"),
+            vt.Term("examples of benchmark 0", "examples", 1 / q,
                      2 * inter**2 + 2 * noise**2 / s, q - 1),
-            *(cal.Term(f"residual of {a}, benchmark 0", "examples", -1 / (q * s), noise**2,
+            *(vt.Term(f"residual of {a}, benchmark 0", "examples", -1 / (q * s), noise**2,
                        (s - 1) * (q - 1), s, a) for a in "ab")]
 
 

@@ -1,6 +1,7 @@
 """The statistics library: intervals, tests and planning over seeds x examples, and the
 group-sequential levels of seeds on demand. It imports numpy, scipy and itself only (no
-module of the workflow), so it works in a notebook: docs/statistics.md, docs/multibootstrap.md.
+module of the workflow), so it works in a notebook: docs/statistics.md (what its numbers mean),
+docs/methods.md (the method and its validation), docs/multibootstrap.md.
 
 The public modules, each the one import path of its functions:
   intervals       the front the stats stages and the claims call: `mean`, `compare`,
@@ -10,9 +11,13 @@ The public modules, each the one import path of its functions:
                   the fixed side, the axes, borrowing) and a one-seed arm's borrowed terms
                   (`borrowed_pool`, the compared arms left out)
   calibrated      the calibrated interval for few seeds (default): `mean_interval`,
-                  `compare`, `equivalence`, `variance_components`, its variance terms
-  df_rule         its variance estimate and df from the mean squares, vectorised: `DfRule`,
-                  `DEFAULT_RULE`, `variance_and_df`
+                  `compare`, `equivalence`, `half_width`
+  variance_terms  the mean squares of its variance (`Term`, `variance_terms`), the
+                  textbook `satterthwaite` and `welch`, `variance_components`,
+                  `arm_example_variance`
+  df_rule         the calibrated variance estimate and df from the mean squares,
+                  vectorised: `DfRule`, `DEFAULT_RULE`, `variance_and_df`
+  tail_calibration  the p-value's tail calibration: `calibrated_p`, `calibrated_level`
   multibootstrap  the Multi-Bootstrap (the reference): `bootstrap_mean`, `compare`,
                   `equivalence`, `variance_parts`, `seeds_needed`, `instance_agreement`
   seed_planning   seeds for a half-width, a margin or a difference (the calibrated t)

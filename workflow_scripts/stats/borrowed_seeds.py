@@ -26,7 +26,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from workflow_scripts.stats.bootstrap_inputs import arm_blocks
-from workflow_scripts.stats.calibrated import Term, residual_ms
+from workflow_scripts.stats.variance_terms import Term, residual_ms
 
 ARM = "one-seed arm (borrowed)"
 

@@ -1,65 +1,47 @@
 """Calibrated intervals for few seeds: a variance-components t interval over seeds x examples.
 
-Why not the Multi-Bootstrap alone: with 3 seeds its nominal 95% interval of a paired difference
-covers ~74% when seeds dominate (3 seed values resampled show about two thirds of their spread)
-and ~99% when seeds do not matter (resampling both axes counts the seed x example noise twice).
-bench/coverage.py measures both; docs/statistics.md has the table and the reasoning.
+Why not the Multi-Bootstrap alone: at 3 seeds its nominal 95% interval of a paired difference
+covers ~74% when seeds dominate and ~99% when they do not matter (docs/methods.md; `python -m
+validation.coverage` measures both).
 
 The model, per arm and benchmark: score[s, e] = mu + seed[s] + example[e] + residual[s, e]
-(two-way crossed random effects; runs of one seed are averaged first). The estimate is the
-Multi-Bootstrap's: sum over arms of sign * (unweighted mean over benchmarks of the grand mean).
-Its variance V = sigma2_seed / S + sigma2_example / Q + sigma2_residual / (S Q) (one [S, Q]
-array) is estimated from three kinds of mean squares (`Term`s):
+(two-way crossed random effects). The estimate is the Multi-Bootstrap's: sum over arms of
+sign * (unweighted mean over benchmarks of the grand mean). Its variance is estimated from
+mean squares (variance_terms.py): per random-seed arm a seed term M (which holds the seed x
+example noise r too), the example terms X (which hold r as well) and the residual terms r.
 
-  seed term     per arm whose seeds are random: var over seeds of the seed's metric / S
-                (the seed's metric = its mean over examples, averaged over benchmarks);
-                M estimates sigma2_seed / S + r: it holds the seed x example noise r too
-  example term  per benchmark: var over examples of the signed sum of the arms' seed-means,
-                / (K^2 Q); X estimates sigma2_example / Q + r (always >= 0, Q - 1 df)
-  residual term per random-seed arm and benchmark: MS_residual / (K^2 Q S) = r, the seed x
-                example noise, with (S - 1)(Q - 1) df: known well
+The rule, with constants c = DfRule.floor = 1/2 and kappa = DfRule.kappa = 0.1:
 
-V_hat = X - r + max(M, c r) summed over the seed terms (c = DfRule.floor = 1/2): the residual
-noise is charged to the example term, which estimates it whole, and the seed term M, which
-estimates at least r, is counted as at least c r; never below sum M or c X, so never 0 while
-X is not. Paired arms are one array of differences; single-baseline has no seed term for its
-fixed model; unpaired arms have one seed term each; a mapping of benchmarks is the stratified mean
-with one seed axis shared by all benchmarks. resample=("seeds",) keeps the seed terms only
-(examples fixed), ("examples",) the example terms only (seeds fixed).
-
-The interval is estimate +- t_df * sqrt(V_hat), with calibrated degrees of freedom
-(`calibrated_df`): the seed terms' df divided by the share of V_hat their charge carries,
-
-  df = df_seed * V_hat / sum(max(M - kappa r, 0))     (df_seed = S - 1; kappa =
-                                                       DfRule.kappa = 0.1; several
-                                                       seed terms: each one's df over
-                                                       its share, the smallest)
+  V_hat = X - r + max(M, c r) summed over the seed terms, at least sum M and c X
+  df = df_seed * V_hat / sum(max(M - kappa r, 0))     (df_seed = S - 1; several seed terms:
+                                                       each one's df over its share, the
+                                                       smallest)
 
 at least df_seed, at most the example terms' smallest df (Q - 1), and the example terms'
 Satterthwaite df when no charge is left. The example part is taken as known (hundreds of df).
 Why: each seed mean square rests on S - 1 df; dividing the df by its share once (Satterthwaite
 divides by the share squared) keeps a nominal 95% interval at 2 seed df within 93-97% whatever
-the share. The rule before (V_hat = X - r + M, the whole of M charged: kappa = c = 0 without
-the floor) wasted width where seeds do not matter (M is then all residual noise and the df
-stay near S - 1: binary outcomes at 3 seeds got 1.87x the known-variance width) and
-collapsed when X - r nearly cancelled (df 0.02). (kappa, c) is a frontier: more floor and
-less margin over-cover where seeds do not matter, the reverse under-covers where seeds carry
-most of V. (0.1, 1/2) keeps every simulated cell with >= 3 seeds within 93.2-96.6%, at
-1.3x (continuous) to 1.65x (binary) the known-variance width where seeds do not matter
-(docs/statistics.md, `python bench/coverage_edges.py --theory` and its simulation). With the
-seed part alone it is exactly Student's t with S - 1 df; p-values, the TOST and the seed
-planner (seed_planning.py) use the same t.
+the share. r is charged to the example term, which estimates it whole; where seeds do not
+matter M is all r, and charging M whole would keep the df near S - 1 (1.87x the
+known-variance width for binary outcomes at 3 seeds) and let the df collapse when X - r nearly
+cancels. (kappa, c) is a frontier: more floor and less margin over-cover where seeds do not
+matter, the reverse under-covers where seeds carry most of V. (0.1, 1/2) keeps every
+simulated cell with >= 3 seeds within 93.2-96.6%, at 1.3x (continuous) to 1.65x (binary) the
+known-variance width where seeds do not matter (docs/methods.md; `python -m
+validation.coverage_edges --theory` and its simulation). With the seed part alone it is
+exactly Student's t with S - 1 df; p-values, the TOST and the seed planner (seed_planning.py)
+use the same t.
 
 With an arm of 2 seeds (df_seed 1) the df are instead df_seed (w1 - w0) / (share - w0), share =
 sum(M) / V_hat, (w0, w1) = (DfRule.w0, DfRule.w1) = (0.1, 0.3), with no margin and the floor
 c = 0.1 (DfRule.two_floor): t_1 from a seed share of 0.3 up, the normal at 0.1 and below. t_1's
-quantile is so steep (12.7 against 4.3 at 2 df) that dividing by the share covered 89.9-91.5%
+quantile is so steep (12.7 against 4.3 at 2 df) that dividing by the share covers 89.9-91.5%
 where seeds carry most but not all of V; this rule keeps 93.7-96.1% over every share by exact
-integration (docs/statistics.md).
+integration (docs/methods.md, "2 seeds: the df ramp").
 
 The rule itself, vectorised, with its constants a `DfRule` value: df_rule.py; this module
-applies it to a result's terms. Imports numpy and scipy only, like multibootstrap.py, whose
-input checks it shares.
+applies it to a result's terms, and the p-value and interval are calibrated in their tails
+(tail_calibration.py). Imports numpy and scipy only.
 """
 
 from __future__ import annotations
@@ -78,7 +60,6 @@ from workflow_scripts.stats.bootstrap_inputs import (
     ALTERNATIVES,
     AXES,
     arm_blocks,
-    as_block,
     check_open_unit,
     check_resample,
     check_sizes,
@@ -86,28 +67,12 @@ from workflow_scripts.stats.bootstrap_inputs import (
     two_arms,
 )
 from workflow_scripts.stats.df_rule import DEFAULT_RULE, DfRule, variance_and_df
+from workflow_scripts.stats.variance_terms import Term, sum_terms, variance_terms
 
 METHOD = "calibrated"
-__all__ = ["METHOD", "PLAIN_FROM_SEED_DF", "CalibratedEquivalence", "CalibratedResult", "Term",
+__all__ = ["METHOD", "PLAIN_FROM_SEED_DF", "CalibratedEquivalence", "CalibratedResult",
            "calibrated_df", "compare", "equivalence", "half_width", "mean_interval", "reduced",
-           "residual_ms", "satterthwaite",
-           "sum_terms", "t_half_width", "total_variance", "arm_example_variance",
-           "variance_components",
-           "variance_terms", "welch"]
-
-
-@dataclass(frozen=True)
-class Term:
-    """One mean square of the variance: coef * ms, with df degrees of freedom, in `part`
-    "seeds" or "examples" (module docstring)."""
-
-    name: str
-    part: str
-    coef: float
-    ms: float
-    df: float
-    seeds: int = 0  # the seed count coef divides by (seed and residual terms); 0: none
-    arm: str = ""  # the arm whose seeds a seed or residual term belongs to
+           "t_half_width", "total_variance"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,44 +112,8 @@ class CalibratedEquivalence(CalibratedResult):
 
 
 # ---------------------------------------------------------------------------------------
-# The variance: terms, point estimate, and its distribution given the data
+# The rule applied to a result's terms, and its tail calibration
 # ---------------------------------------------------------------------------------------
-def residual_ms(x: np.ndarray) -> float:
-    """Mean square of the seed x example residual of one [S, Q] block."""
-    resid = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + x.mean()
-    return float(np.sum(resid**2) / ((x.shape[0] - 1) * (x.shape[1] - 1)))
-
-
-def variance_terms(arms: list[Arm], resample: tuple[str, ...]) -> list[Term]:
-    """The mean squares whose combination is the variance of the estimate (module docstring).
-
-    arms as bootstrap_inputs builds them: `stream` None marks a fixed (one-model) arm.
-    """
-    n_bench = len(arms[0].blocks)
-    random_seeds = [a for a in arms if a.stream is not None]
-    terms = []
-    if "seeds" in resample:
-        for arm in random_seeds:
-            metric = np.mean([blk.mean(axis=1) for blk in arm.blocks], axis=0)
-            n = len(metric)
-            terms.append(Term(f"seeds of {arm.name}", "seeds", 1 / n,
-                              float(np.var(metric, ddof=1)), n - 1, n, arm.name))
-    if "examples" in resample:
-        for k in range(n_bench):
-            d = sum(a.sign * a.blocks[k].mean(axis=0) for a in arms)
-            q = len(d)
-            terms.append(Term(f"examples of benchmark {k}", "examples", 1 / (n_bench**2 * q),
-                              float(np.var(d, ddof=1)), q - 1))
-    if resample == AXES:
-        for arm in random_seeds:
-            for k, blk in enumerate(arm.blocks):
-                s, q = blk.shape
-                terms.append(Term(f"residual of {arm.name}, benchmark {k}", "examples",
-                                  -1 / (n_bench**2 * q * s), residual_ms(blk),
-                                  (s - 1) * (q - 1), s, arm.name))
-    return terms
-
-
 def _seed_arms(terms: Sequence[Term]) -> list[tuple[float, float, float]]:
     """Per seed term: (M, r, df), M = coef * ms of the seed term, r = the seed x example
     noise it holds (its arm's residual terms, as a positive variance), df its df."""
@@ -219,49 +148,6 @@ def total_variance(terms: Sequence[Term], rule: DfRule = DEFAULT_RULE) -> float:
     return float(variance_and_df(*_rule_inputs(terms), rule)[0])
 
 
-def sum_terms(terms: Sequence[Term]) -> tuple[float, float]:
-    """sum(coef * ms) and its Satterthwaite df, sum^2 / sum((coef * ms)^2 / df)."""
-    var = sum(t.coef * t.ms for t in terms)
-    denom = sum((t.coef * t.ms) ** 2 / t.df for t in terms)
-    return var, (var**2 / denom if denom > 0 else math.inf)
-
-
-def satterthwaite(terms: Sequence[Term]) -> tuple[float, float]:
-    """(variance estimate, Satterthwaite df): the textbook plug-in t interval's ingredients
-    on the previous decomposition (seed terms + example part with the residual subtracted,
-    clipped at 0), kept as the reference bench/coverage.py prints beside the calibrated one.
-    When the example part nearly cancels, the formula's df collapses towards 0 (its terms are
-    large, their net tiny); the df is kept at least the seed terms' smallest."""
-    seeds = sum(t.coef * t.ms for t in terms if t.part == "seeds")
-    examples = sum(t.coef * t.ms for t in terms if t.part == "examples")
-    var = float(seeds + max(examples, 0.0))
-    _, df = sum_terms([t for t in terms if t.part == "seeds" or examples > 0])
-    seed_dfs = [t.df for t in terms if t.part == "seeds"]
-    return var, max(df, min(seed_dfs)) if seed_dfs else df
-
-
-def _welch_df(values: Sequence[float], dfs: Sequence[float]) -> float:
-    """Welch's (1947) df of a sum of independent variance estimates: sum^2 / sum(v^2 /
-    (df + 2)) - 2, at least the smallest df; all zero: the largest df (any gives 0)."""
-    var = sum(values)
-    denom = sum(v**2 / (d + 2) for v, d in zip(values, dfs, strict=True))
-    return max(var**2 / denom - 2, min(dfs)) if denom > 0 else max(dfs)
-
-
-def welch(terms: Sequence[Term]) -> list[Term]:
-    """The seed terms of several arms (unpaired) merged into one, with the df of Welch (1947):
-    sum^2 / sum((coef * ms)^2 / (df + 2)) - 2: the textbook merge, kept as the reference
-    bench/coverage_edges.py prints; compare's df merge the arms by their shares
-    (df_rule.merged_seed_df)."""
-    seeds = [t for t in terms if t.part == "seeds"]
-    if len(seeds) < 2:
-        return list(terms)
-    values = [t.coef * t.ms for t in seeds]
-    merged = Term("seeds of all arms (Welch)", "seeds", 1.0, sum(values),
-                  _welch_df(values, [t.df for t in seeds]))
-    return [merged, *(t for t in terms if t.part != "seeds")]
-
-
 def calibrated_df(terms: Sequence[Term], rule: DfRule = DEFAULT_RULE) -> float:
     """The t interval's degrees of freedom (module docstring, df_rule.py): the seed terms'
     df (several terms' merged by each one's share of the charge) divided by their charge's
@@ -281,8 +167,8 @@ def reduced(terms: Sequence[Term]) -> tail_calibration.Reduced | None:
     fewer than 20 seeds with the examples resampled too; else None (the plain t). Several
     seed terms (unpaired arms, a borrowed one beside the random arm's) are calibrated as one
     of the smallest df, r their residual noise summed: the worst split of the seed variance
-    is one arm carrying it, whose df are the smallest (bench/tail_levels_arms.py checks the
-    supremum over both arms' seed variances)."""
+    is one arm carrying it, whose df are the smallest (`python -m validation.tail_levels_arms`
+    checks the supremum over both arms' seed variances)."""
     seeds = [t for t in terms if t.part == "seeds"]
     examples = _example_terms(terms)
     if (not seeds or not examples or any(t.arm == "" for t in seeds)
@@ -414,36 +300,3 @@ def equivalence(a, b, *, epsilon: float, design: str = "paired", alpha: float = 
                                  p_lower=p_lower, p_upper=p_upper,
                                  equivalent=bool(p < alpha), **fit)
 
-
-def variance_components(scores) -> dict[str, float]:
-    """Two-way crossed random-effects ANOVA of [seeds, examples] (runs averaged).
-
-    score[s, e] = mu + seed[s] + example[e] + residual; method-of-moments estimates, clipped at 0.
-    """
-    x = as_block(scores, "scores")
-    n_s, n_e = x.shape
-    if n_s < 2 or n_e < 2:
-        raise ValueError(f"variance components need at least 2 seeds and 2 examples; got {x.shape}")
-    ms_seed = n_e * float(np.var(x.mean(axis=1), ddof=1))
-    ms_ex = n_s * float(np.var(x.mean(axis=0), ddof=1))
-    ms_res = residual_ms(x)
-    return {
-        "sigma2_seed": max(0.0, (ms_seed - ms_res) / n_e),
-        "sigma2_example": max(0.0, (ms_ex - ms_res) / n_s),
-        "sigma2_residual": ms_res,
-    }
-
-
-def arm_example_variance(a, b) -> float:
-    """The arm x example interaction of two arms' [seeds, examples] scores on the same
-    examples (runs averaged), per example: the variance over examples of their seed-mean
-    difference less the seed x example noise it holds (MS_residual / S per arm), clipped at
-    0. Example main effects cancel in the difference; this part does not, and more seeds do
-    not shrink it (seed_planning.seeds_for_delta)."""
-    x, y = as_block(a, "a"), as_block(b, "b")
-    if x.shape[1] != y.shape[1] or min(x.shape[0], y.shape[0]) < 2:
-        raise ValueError("the arm x example variance needs two arms of at least 2 seeds on the "
-                         f"same examples; got {x.shape} and {y.shape}")
-    diff = x.mean(axis=0) - y.mean(axis=0)
-    noise = residual_ms(x) / x.shape[0] + residual_ms(y) / y.shape[0]
-    return max(float(np.var(diff, ddof=1)) - noise, 0.0)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workflow_scripts.stats import borrowed_seeds, intervals
-from workflow_scripts.stats.calibrated import Term
+from workflow_scripts.stats.variance_terms import Term
 
 PAIRED, UNPAIRED, SINGLE_BASELINE = "paired", "unpaired", "single-baseline"
 

@@ -4,7 +4,7 @@ the df rule, one implementation, vectorised, with its constants a value (`DfRule
 calibrated.py applies it to one result's terms, tail_calibration.py and seed_planning.py to
 arrays of drawn mean squares, and a validation study that tries another rule passes another
 `DfRule` (calibrated.py's module docstring has the reasoning behind the rule and its
-constants; docs/statistics.md their validation).
+constants; docs/methods.md their validation).
 
 Inputs, per seed term j: M_j (coef * ms of the seed term), r_j (the seed x example noise it
 holds, a positive variance) and k_j (its df); X the example terms' sum, f their
@@ -43,7 +43,7 @@ class DfRule:
     w0: float  # at 1 seed df: the seed share at and below which df is infinite
     w1: float  # at 1 seed df: the seed share from which df is 1 (t_1)
     # several seed terms' df: "share" (each term's df over its share of the charge, the
-    # smallest) or "welch" (Welch 1947 on the charges: the reference, which let the df grow
+    # smallest) or "welch" (Welch 1947 on the charges: the reference, which lets the df grow
     # past an arm's own where that arm carries most of the charge)
     merge: str = "share"
 
@@ -89,9 +89,9 @@ def merged_seed_df(charges: Sequence, ks: Sequence[float], merge: str = "share")
     pooled df); "welch": sum^2 / sum(charge^2 / (df + 2)) - 2 (Welch 1947). Why not Welch:
     its df grow past an arm's own when that arm carries most but not all of the charge (2.8
     for two 3-seed arms at a 10:1 split; the share rule 2.2), so the p calibrated with the
-    smallest df was above its level where the arms' seed variances differ
-    (docs/statistics.md, bench/tail_levels_arms.py); at unequal counts Welch's df grew when
-    a 3-seed arm happened to look calm (3 vs 20 seeds covered 91.2%)."""
+    smallest df is above its level where the arms' seed variances differ (docs/methods.md,
+    `python -m validation.tail_levels_arms`); at unequal counts Welch's df grow when a
+    3-seed arm happens to look calm (3 vs 20 seeds cover 91.2%)."""
     charges = [np.asarray(ch, dtype=float) for ch in charges]
     total = sum(charges)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -38,7 +38,7 @@ from workflow_scripts.stats.bootstrap_inputs import (
     seed_ids,
     two_arms,
 )
-from workflow_scripts.stats.calibrated import arm_example_variance, variance_components
+from workflow_scripts.stats.variance_terms import arm_example_variance, variance_components
 
 __all__ = ["ALTERNATIVES", "AXES", "DESIGNS", "GROUP", "METHODS", "MIN_NBOOT", "BootstrapResult",
            "EquivalenceResult", "bootstrap_mean", "compare", "equivalence", "instance_agreement",
@@ -226,7 +226,7 @@ def seeds_needed(scores, *, half_width: float | None = None, delta: float | None
     z_{(1+ci)/2} * sqrt(Var) <= half_width, None if sigma2_example / E alone is too large.
     delta: seeds per arm for this arm and `versus` (another arm's scores on the same
     examples) with independent seeds, two-sided level alpha: Var = (v_a + v_b) / n + v_int,
-    v_int = calibrated.arm_example_variance / E (example main effects cancel, the arm x
+    v_int = variance_terms.arm_example_variance / E (example main effects cancel, the arm x
     example interaction does not), n = (v_a + v_b) z^2 / (delta^2 - z^2 v_int) with z =
     z_{1-alpha/2} + z_power; None without versus or where v_int alone is too large. Both are
     at least 2.

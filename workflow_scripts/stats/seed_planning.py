@@ -23,10 +23,11 @@ from scipy.stats import qmc
 from workflow_scripts.stats import calibrated as cal
 from workflow_scripts.stats import tail_calibration
 from workflow_scripts.stats.bootstrap_inputs import as_block, check_open_unit, check_plan_targets
-from workflow_scripts.stats.calibrated import (
+from workflow_scripts.stats.calibrated import half_width, mean_interval
+from workflow_scripts.stats.variance_terms import (
     Term,
-    half_width,
-    mean_interval,
+    arm_example_variance,
+    sum_terms,
     variance_components,
 )
 
@@ -94,7 +95,7 @@ def _fewest_seeds(enough, low: int = 2) -> int | None:
 # ---------------------------------------------------------------------------------------
 ASSURANCE = 0.8  # "n seeds settle it": decided at n in at least this share of studies
 DRAWS = 1024  # Monte Carlo draws per planned n (scrambled Sobol, fixed seed: deterministic)
-DRAW_SEED = 38  # the Sobol scramble's seed (any fixed value; 38: the issue that asked for it)
+DRAW_SEED = 38  # the Sobol scramble's seed (any fixed value)
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def decisions(terms_n: Sequence[Term], seed_values: np.ndarray, distance: np.nda
     examples = cal._example_terms(terms_n)
     x = sum(t.coef * t.ms for t in examples)
     cap = min((t.df for t in examples), default=math.inf)
-    no_charge = cal.sum_terms(examples)[1] if examples else math.inf
+    no_charge = sum_terms(examples)[1] if examples else math.inf
     rule = tail_calibration.Reduced(min(a[2] for a in arms), no_charge, cap, 0.0)
     var, df = tail_calibration.plug_in_arms(list(seed_values.T), [a[1] for a in arms],
                                             [a[2] for a in arms], x, rule)
@@ -277,7 +278,7 @@ def seeds_needed(scores, *, half_width: float | None = None, delta: float | None
     if half_width is not None:
         out["seeds_for_half_width"] = seeds_for_margin(now.terms, half_width, ci)
     if delta is not None and versus is not None:
-        out["arm_example_sd"] = math.sqrt(cal.arm_example_variance(scores, versus))
+        out["arm_example_sd"] = math.sqrt(arm_example_variance(scores, versus))
         pair = cal.compare(scores, versus, design="unpaired", ci=1 - alpha)
         out["seeds_for_delta"] = seeds_for_delta(pair.terms, delta, power, alpha)
     return out

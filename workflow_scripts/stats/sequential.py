@@ -2,7 +2,7 @@
 
 A user who adds seeds after looking at the claims, and looks again, tests the same claim
 several times: deciding each look at level alpha inflates the false-decision rate (optional
-stopping; bench/sequential.py measures it). Here the looks are planned (look_plan.py's
+stopping; `python -m validation.sequential` measures it). Here the looks are planned (look_plan.py's
 `plan_looks`: the seed counts at which the claims are decided) and each look k gets a nominal
 one-sided level `look_alphas(...)[k]`: a member is "supported" at look k when its calibrated
 one-sided p_support <= that level, "refuted" when p_refute <= the same level, else the claim
@@ -34,7 +34,7 @@ Why "union": the two exact boundaries test later looks at up to 2.7 times the in
 (3 -> 10 seeds, O'Brien-Fleming: 1.66-1.87% at the last look against 0.69%), which needs
 p-values right far in the tail at the early looks. The calibrated t at 3-4 seeds is not:
 where seeds carry most of the variance, P(p <= 0.1%) is 0.2-0.6% (its df grow when the seed
-means happen to agree). Simulated end to end (bench/sequential.py, docs/statistics.md), with
+means happen to agree). Simulated end to end (validation/sequential.py, docs/methods.md), with
 O'Brien-Fleming spending and alpha = 2.5%, the false "supported" rate where seeds matter
 reached 2.6-3.4% with the normal boundary and 2.4-3.1% with the t one; the union bound's
 slack absorbs the early looks' excess (1.4-2.7%, the top at 3 -> 4 seeds where the fixed
@@ -45,7 +45,7 @@ errors), with 8-9 seeds on average, since the last look keeps only alpha - alpha
 
 Few looks: the union levels are the increments, so a plan with few looks keeps most of alpha
 for its last one: `plan_looks(3, 10, looks=[3, 6, 10])` (look_plan.py) tests at 0.004%, 0.38%
-and 2.12%, nearly the fixed test at the maximum. Simulated at 3 -> 10 (docs/statistics.md), its
+and 2.12%, nearly the fixed test at the maximum. Simulated at 3 -> 10 (docs/methods.md), its
 false "supported" rate is 1.9-2.5% (the fixed design at 10: 2.2-2.5%), its power 57-67% where
 the fixed design's is 60-70% (2.5 sd) and 94-98% against 95-98% (4 sd), with 8.4-9.6 and
 6.0-8.8 seeds on average instead of 10. Not where the first look is half the budget: at 3 -> 6
@@ -54,7 +54,7 @@ seeds dominate (3/5/8 and 3/6/9 hold it: 2.3-2.6%). So one look per seed stays t
 (valid with a margin everywhere) and three looks, the first at most about 3/8 of the budget,
 the recommendation.
 
-The other rules: bench/sequential.py also simulates deciding only from 4 or 5 seeds
+The other rules: validation/sequential.py also simulates deciding only from 4 or 5 seeds
 (min_decide), the exact boundaries from there, the t boundary on p-values with the seed df, and
 Pocock, each with one look per seed. The best of them, the t boundary from 4 seeds, gets 54%
 where the default gets 41% (seeds dominate, 3 -> 10, 2.5 sd), but its false "supported" rate
@@ -75,7 +75,7 @@ the looks share their examples and their first seeds, so corr(Z_j, Z_k) = sqrt(V
 information barely grows with seeds and the looks are more correlated than assumed; by
 Slepian's inequality more correlation lowers the chance of crossing any of fixed boundaries,
 so seed-count boundaries are conservative there (the union bound ignores correlation anyway).
-bench/sequential.py measures the correlation of the first and last look: 0.94 where the
+validation/sequential.py measures the correlation of the first and last look: 0.94 where the
 examples dominate, against sqrt(3 / 10) = 0.55 from seed counts.
 
 The refute side is the mirror test (p_refute = 1 - p_support for the t), so it is controlled at

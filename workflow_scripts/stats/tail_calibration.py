@@ -6,8 +6,7 @@ within 93-97%, but the claims compare p with much smaller levels (a one-sided 2.
 alpha / m, an early look's 0.004%). When the seed means of a 3-seed study happen to agree,
 the seed mean square M is small, the df jump towards the example df and the statistic is
 read as if seeds did not matter, exactly where 2 df cannot tell: at 3 seeds P(p <= 4.27e-5)
-is 47-77x the level and P(p <= alpha / 12) 3.3-4.1x (exact integration below; the issue's
-independent simulation measured 48-75x and 2.7-4.3x).
+is 47-77x the level and P(p <= alpha / 12) 3.3-4.1x (exact integration below).
 
 The method, a plug-in p calibrated over its nuisance (a parametric-bootstrap calibration done
 by quadrature, Berger and Boos 1994 without the confidence restriction): in the Gaussian model
@@ -36,10 +35,10 @@ Several seed terms (unpaired arms, a borrowed seed term beside the random arm's)
 calibrated with the one-term table of their smallest df, r their residual noise summed
 (calibrated.reduced): the worst split of the seed variance is that term carrying it, where the
 statistic is the one-term one; exact_rates_arms checks it over both terms' seed variances
-(bench/tail_levels_arms.py). From 20 seeds in every term the plug-in already holds at every
-level (calibrated.PLAIN_FROM_SEED_DF). Not calibrated here (p and interval as calibrated.py
-gives them): a statistic with one axis resampled (then it is exactly Student's t, or the
-example part alone, which has tens to hundreds of df).
+(`python -m validation.tail_levels_arms`). From 20 seeds in every term the plug-in already
+holds at every level (calibrated.PLAIN_FROM_SEED_DF). Not calibrated here (p and interval as
+calibrated.py gives them): a statistic with one axis resampled (then it is exactly Student's t,
+or the example part alone, which has tens to hundreds of df).
 
 Imports numpy and scipy only. The plug-in is df_rule.variance_and_df, the rule calibrated.py
 applies, with the rule a `Reduced` carries (tests/test_tail_calibration.py checks the plug-in
@@ -166,8 +165,8 @@ def calibrated_level(level: float, red: Reduced | None) -> float:
 def exact_rates(level: float, seed_ratio: float, red: Reduced) -> tuple[float, float]:
     """(plug-in, reported) P(one-sided p <= level) in the Gaussian model when E[M] =
     seed_ratio r (r = 1, E[X] = rho + 1), by quadrature, with rho plugged in from X as the
-    reported p does: what bench/tail_levels.py and the tests check validity with. Finer
-    nodes than the tables', so it also checks their grid."""
+    reported p does: what `python -m validation.tail_levels` and the tests check validity
+    with. Finer nodes than the tables', so it also checks their grid."""
     n_seed, n_example = 64, 24
     plug = float(reject_rate(level, seed_ratio, red, (n_seed, n_example))[0])
     wm, pm = _nodes(red.k, n_seed, True)

@@ -123,7 +123,7 @@ def run_look(k: int, settings: Claims, grid: spec.Grid, adaptive_cfg: dict,
         # Decided at this look's level; planned at the most lenient look left (what could
         # still settle it).
         head, *members = decide.decide_claim(c, data, options, alphas[k], planned[1])
-        # Stopped only where the examples limit it (the rule bench/sequential.py measured);
+        # Stopped only where the examples limit it (the rule validation/sequential.py measured);
         # the reason shows the assured count.
         status, reason = _state(head["verdict"], _need(members), k, seeds,
                                 adaptive_cfg["max_seeds"], planned,
