@@ -1,7 +1,7 @@
 """The calibrated interval at the edges (stats/calibrated.py): binary per-example outcomes with
 no seed effect, where the example part of the previous rule nearly cancelled (df 0.24, width
 546 on a [0, 1] metric) and the seed term's 2 df were charged with all the residual noise
-(1.8x the known-variance width); bench/coverage_edges.py has the full table."""
+(1.8x the known-variance width); validation/coverage_edges.py has the full table."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def _exact_coverage(seeds: int, a: float, r: float, n: int = 400) -> float:
 def test_exact_coverage_over_every_variance_share(seeds):
     """The df rule integrated exactly over the seed share and the residual share (0 to 1 by
     0.1): within [93, 97]% everywhere, 2 seeds included (dividing the df by the share, the
-    3-seed rule, gives 89.9% at 2 seeds with shares (0.8, 0.2); bench/coverage_edges.py
+    3-seed rule, gives 89.9% at 2 seeds with shares (0.8, 0.2); validation/coverage_edges.py
     --theory has the 0.05 grid)."""
     shares = [(a, r) for a in np.linspace(0, 1, 11) for r in np.linspace(0, 1 - a, 11)
               if a + r > 0 and a + r <= 1 + 1e-12]

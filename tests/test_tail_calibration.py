@@ -1,6 +1,6 @@
 """Small p-values valid at few seeds (stats/tail_calibration.py): its plug-in is calibrated.py's
 statistic, the reported p is valid at the levels the claims spend where the plug-in is not,
-and the interval is the calibrated test inverted. Fast versions of bench/tail_levels.py."""
+and the interval is the calibrated test inverted. Fast versions of validation/tail_levels.py."""
 
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ def test_unpaired_three_seeds_cannot_support_a_look_one_level():
 
 
 def test_simulated_gaussian_seeds_dominate_holds_at_alpha_over_12():
-    """A fast simulated cell (bench/tail_levels.py runs 100,000 per cell): 3 seeds, seeds
+    """A fast simulated cell (validation/tail_levels.py runs 100,000 per cell): 3 seeds, seeds
     carry 80% of V; 20,000 studies; the reported rate within 3 MC se of <= 1.1 x the level."""
     rng = np.random.default_rng(20261204)
     n, s, q, level = 20_000, 3, 30, 0.025 / 12
