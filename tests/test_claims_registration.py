@@ -449,3 +449,37 @@ def test_the_analysis_names_the_grid_and_settings_of_each_study():
     wider = _edited(config, "ladder.configs", [{"name": "c", "d": 8, "L": 3}])
     assert _status(record, wider, lad_raw)[1] == (
         "ladder.configs.c.L (2 -> 3) changed since it was registered")
+
+
+@pytest.mark.slow
+def test_a_dry_run_says_which_claims_an_edit_makes_post_hoc(tmp_path):
+    """The default study registered, one claim's data on disk, stats.interval switched:
+    `snakemake -n` prints the lines the run would, and writes no record."""
+    from conftest import snakemake
+
+    from workflow_scripts.claims import spec
+    from workflow_scripts.claims.__main__ import read_config
+    from workflow_scripts.claims.layout import input_files
+    from workflow_scripts.core import paths
+
+    config = read_config(["config/config.yaml"])
+    grid = spec.grid_from_config(config)
+    parsed = {c.id: c for c in spec.parse(config["claims"], grid)}
+    results = paths.Study(config["study"]).results
+    path = tmp_path / results / paths.CLAIMS_REGISTRY
+    reg.register(path, config["claims"], lambda c: False, None,
+                 lambda c: reg.arm_seeds(parsed[c["id"]], grid),
+                 lambda c: reg.analysis(parsed[c["id"]], grid))
+    data = tmp_path / input_files(results, grid, [parsed["deepest-beats-shallowest-short"]])[0]
+    data.parent.mkdir(parents=True)
+    data.touch()
+    record = path.read_text()
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--config",
+                     "stats={interval: multibootstrap}", env={"PYTHONHASHSEED": "0"})
+    said = "dry run (nothing recorded): claims: claim '{}': its analysis changed: " \
+           "stats.interval (calibrated -> multibootstrap) {}"
+    assert said.format("deepest-beats-shallowest-short", "after its data existed: it will be "
+                       "decided as post hoc, on what the config says now") in proc.stderr
+    assert said.format("deepest-beats-shallowest", "before its data") in proc.stderr
+    assert "claim 'bp-climbs'" not in proc.stderr  # the ladder's interval is its own
+    assert path.read_text() == record
