@@ -483,3 +483,26 @@ def test_a_dry_run_says_which_claims_an_edit_makes_post_hoc(tmp_path):
     assert said.format("deepest-beats-shallowest", "before its data") in proc.stderr
     assert "claim 'bp-climbs'" not in proc.stderr  # the ladder's interval is its own
     assert path.read_text() == record
+
+
+def test_docs_name_every_registered_key():
+    """docs/claims.md's table of what an entry records names each key of the one list (a
+    group as `section.*`, the training stages' keys by their last part)."""
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[1] / "docs/claims.md").read_text(encoding="utf-8")
+    section = doc[doc.index("The entry keeps the claim's analysis"):]
+    section = section[:section.index("\n## ")]
+    for entries in reg.DECIDING_KEYS.values():
+        for entry in entries:
+            key = entry if isinstance(entry, str) else entry[0]
+            if key.startswith("recipes.*."):
+                name = key.removeprefix("recipes.*.").split(".")[0]
+            elif key.startswith(("ladder.dataset.", "ladder.train.")):
+                name = ".".join(key.split(".")[:2]) + ".*"
+            elif key.startswith("latency.") and key != "latency.runs":
+                name = "latency.*"
+            else:
+                name = key.replace(".*", ".<name>")
+            assert f"`{name}" in section, key
+    assert all(f"`{k}`" in section for k in reg.AXIS_KEYS.values())
