@@ -404,19 +404,27 @@ def test_an_entry_made_before_the_analysis_was_kept_adopts_it(tmp_path):
     assert said == [] and record["claims"]["ends"]["analysis"] == now
 
 
-def test_a_dry_run_register_prints_the_lines_and_writes_nothing(tmp_path):
+def test_a_dry_run_names_what_the_run_would_make_post_hoc_and_writes_nothing(tmp_path):
     path = tmp_path / "claims_registration.json"
     reg.register(path, [A], lambda c: False, analysis_of=lambda c: {"stats.ci": 0.95})
     text = path.read_text()
-    said = reg.register(path, [A], lambda c: True, analysis_of=lambda c: {"stats.ci": 0.9},
-                        write=False)
+    # B is new before its data: registered, nothing to warn of; A's level changed after.
+    said = reg.would_post_hoc(path, [A, B], lambda c: c["id"] == "a",
+                              analysis_of=lambda c: {"stats.ci": 0.9})
     assert said == ["claims: claim 'a': its analysis changed: stats.ci (0.95 -> 0.9) after "
                     "its data existed: it will be decided as post hoc, on what the config "
                     "says now"]
     assert path.read_text() == text
-    assert reg.register(tmp_path / "none.json", [A], lambda c: False, write=False) == [
-        "claims: new claim 'a' registered before its data"]
+    assert reg.would_post_hoc(path, [A], lambda c: True,
+                              analysis_of=lambda c: {"stats.ci": 0.95}) == []
+    assert reg.would_post_hoc(tmp_path / "none.json", [A], lambda c: True) == [
+        "claims: new claim 'a' registered after its data existed: it will be decided as post "
+        "hoc"]
     assert not (tmp_path / "none.json").exists()
+    # A look plan recorded after its driving claims' data: its line too.
+    assert reg.would_post_hoc(path, [A], lambda c: True, PLAN,
+                              analysis_of=lambda c: {"stats.ci": 0.95})[0].startswith(
+        "seeds on demand: new look plan")
 
 
 def test_the_analysis_names_the_grid_and_settings_of_each_study():
@@ -454,7 +462,8 @@ def test_the_analysis_names_the_grid_and_settings_of_each_study():
 @pytest.mark.slow
 def test_a_dry_run_says_which_claims_an_edit_makes_post_hoc(tmp_path):
     """The default study registered, one claim's data on disk, stats.interval switched:
-    `snakemake -n` prints the lines the run would, and writes no record."""
+    `snakemake -n` prints the run's lines for the claims it would make post hoc, and writes
+    no record."""
     from conftest import snakemake
 
     from workflow_scripts.claims import spec
@@ -480,8 +489,10 @@ def test_a_dry_run_says_which_claims_an_edit_makes_post_hoc(tmp_path):
            "stats.interval (calibrated -> multibootstrap) {}"
     assert said.format("deepest-beats-shallowest-short", "after its data existed: it will be "
                        "decided as post hoc, on what the config says now") in proc.stderr
-    assert said.format("deepest-beats-shallowest", "before its data") in proc.stderr
-    assert "claim 'bp-climbs'" not in proc.stderr  # the ladder's interval is its own
+    # A claim without data is reanalysed before it, registered: not worth a line; the
+    # ladder's interval is its own.
+    assert "claim 'deepest-beats-shallowest'" not in proc.stderr
+    assert "claim 'bp-climbs'" not in proc.stderr
     assert path.read_text() == record
 
 

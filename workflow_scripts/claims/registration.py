@@ -434,8 +434,8 @@ def register_study(path, settings, parsed, results, grid, looks=None,
     """`register` for a workflow run: a claim has data when any of its input files
     (claims/layout.py, from its parsed form in `parsed`) exists; `settings` the Claims stage
     settings, `looks` the Looks stage's with seeds on demand (else None): its plan is
-    recorded too. The new entries' lines go to stderr; dry: what a run would record, read
-    only (a dry run), its lines marked so."""
+    recorded too. The new entries' lines go to stderr; dry: read only (a dry run), the
+    lines of the claims and plan the run would record post hoc, marked so."""
     import sys
 
     from workflow_scripts.claims.layout import input_files
@@ -458,18 +458,43 @@ def register_study(path, settings, parsed, results, grid, looks=None,
     def analysis_of(entry: dict) -> dict:
         return analysis(by_id[entry["id"]], grid)
 
-    for line in register(path, settings.claims, has_data, plan, seeds_of, analysis_of,
-                         write=not dry):
-        print(f"dry run (nothing recorded): {line}" if dry else line, file=sys.stderr)
+    if dry:
+        for line in would_post_hoc(path, settings.claims, has_data, plan, seeds_of,
+                                   analysis_of):
+            print(f"dry run (nothing recorded): {line}", file=sys.stderr)
+        return
+    for line in register(path, settings.claims, has_data, plan, seeds_of, analysis_of):
+        print(line, file=sys.stderr)
 
 
 def register(path, claims: Iterable[dict], has_data: Callable[[dict], bool],
              plan: dict | None = None, seeds_of: Callable[[dict], dict] | None = None,
-             analysis_of: Callable[[dict], dict] | None = None, write: bool = True,
-             ) -> list[str]:
+             analysis_of: Callable[[dict], dict] | None = None) -> list[str]:
     """Add the claims the record at `path` lacks, and the look plan `plan` where it is new
     or changed (its data: any of its driving claims' by has_data; None: seeds on demand is
-    off, recorded where a plan was), written atomically unless not `write`; their lines."""
+    off, recorded where a plan was), written atomically; their lines."""
+    before, record, said = _renewed(path, claims, has_data, plan, seeds_of, analysis_of)
+    if record != before:  # new lines, or fields adopted by older entries
+        contracts.write_json(path, record)
+    return said
+
+
+def would_post_hoc(path, claims: Iterable[dict], has_data: Callable[[dict], bool],
+                   plan: dict | None = None, seeds_of: Callable[[dict], dict] | None = None,
+                   analysis_of: Callable[[dict], dict] | None = None) -> list[str]:
+    """The lines of `register` that record a claim or the look plan post hoc, the record
+    left as it is (a dry run says which claims the run would make post hoc)."""
+    before, record, said = _renewed(path, claims, has_data, plan, seeds_of, analysis_of)
+    late = [f"claim {cid!r}" for cid, e in record["claims"].items()
+            if e != before["claims"].get(cid) and not e["before_data"]]
+    plan_late = record.get("looks") not in (None, before.get("looks")) and (
+        not record["looks"]["before_data"])
+    return [line for line in said if any(c in line for c in late)
+            or (plan_late and line.startswith("seeds on demand"))]
+
+
+def _renewed(path, claims, has_data, plan, seeds_of, analysis_of) -> tuple[dict, dict, list]:
+    """(the record at `path`, the record `register` would write, its lines)."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     claims = list(claims)
     before = read(path)
@@ -477,7 +502,4 @@ def register(path, claims: Iterable[dict], has_data: Callable[[dict], bool],
     by_id = {c["id"]: c for c in claims}
     had = plan is not None and any(has_data(by_id[c]) for c in plan["claims"])
     record, more = update_plan(record, plan, had, now)
-    said += more
-    if write and record != before:  # new lines, or fields adopted by older entries
-        contracts.write_json(path, record)
-    return said
+    return before, record, said + more
