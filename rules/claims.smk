@@ -1,6 +1,8 @@
 # Claims (docs/claims.md): the config's findings, decided on the per-query evaluations, the
 # ladder's runs and the latency runs they name. The claims and their grid are this rule's
 # params, so editing one claim reruns exactly this rule, its figure and the report.
+import functools
+
 from workflow_scripts.claims import registration as claim_registration
 from workflow_scripts.claims import spec as claim_spec
 from workflow_scripts.claims.layout import input_files as claim_inputs
@@ -13,18 +15,22 @@ for _warning in claim_spec.not_applicable_warnings(CLAIMS):
     print(_warning, file=sys.stderr)
 # Seeds on demand: looks over the driving claims (rules/looks.smk).
 ADAPTIVE_SEEDS = bool(config.get("adaptive_seeds")) and PLAN.has_biencoder
-# When a run starts: record each new or edited claim, and the look plan, and whether their
-# data existed then (claims/registration.py): one added or edited after its data is post hoc.
-ONSTART.append(
-    lambda: claim_registration.register_study(
-        PATHS.CLAIMS_REGISTRY,
-        stage_settings.Claims.from_config(config),
-        CLAIMS,
-        PATHS.results,
-        CLAIM_GRID,
-        stage_settings.Looks.from_config(config) if ADAPTIVE_SEEDS else None,
-    )
+# When a run starts: record each new or edited claim, what decides it (its seeds, grid,
+# models' settings, metric, interval) and the look plan, and whether their data existed then
+# (claims/registration.py): one added, edited or reanalysed after its data is post hoc. A
+# dry run says the same, read only.
+REGISTER_CLAIMS = functools.partial(
+    claim_registration.register_study,
+    PATHS.CLAIMS_REGISTRY,
+    stage_settings.Claims.from_config(config),
+    CLAIMS,
+    PATHS.results,
+    CLAIM_GRID,
+    stage_settings.Looks.from_config(config) if ADAPTIVE_SEEDS else None,
 )
+ONSTART.append(REGISTER_CLAIMS)
+if workflow.is_main_process and not runlock.runs_jobs(sys.argv):
+    REGISTER_CLAIMS(dry=True)
 if ADAPTIVE_SEEDS:
 
     include: "looks.smk"

@@ -252,3 +252,268 @@ def test_arm_seeds_are_the_recipes_a_parsed_claim_trains():
                              "b": {"config": "c", "method": "bp", "k": 1},
                              "test": "greater"}], g)
     assert reg.arm_seeds(ladder, g) == {reg.LADDER_SEEDS: [1, 2, 3]}
+
+
+# ---- the analysis: the grid, the models' settings, the metric, the level, the interval ----
+STUDY = {"recipes": {"r1": {"seeds": [1, 2, 3], "lr": 1e-3, "steps": 8, "batch_size": 4,
+                            "warmup": 0},
+                     "r2": {"seeds": [1, 2, 3], "lr": 1e-3, "steps": 8, "batch_size": 4,
+                            "warmup": 0}},
+         "depths": [1, 2, 3], "strategies": ["top"], "benchmarks": ["x", "y"],
+         "base_model": "m1", "train_data": "t",
+         "datasets": {d: {"source": "local"} for d in ("t", "x", "y")},
+         "stats": {"interval": "calibrated", "ci": 0.95, "metric": "ndcg@10", "nboot": 2000}}
+INVARIANT = {"id": "inv", "statement": "depth from L1 to L3 is invariant",
+             "pairs": {"recipe": "r1", "depth": "all"}, "test": "equivalent", "epsilon": 0.01}
+ENDS = {"id": "ends", "statement": "L3 beats L1", "a": {"recipe": "r1", "depth": 1},
+        "b": {"recipe": "r1", "depth": 3}, "test": "greater"}
+
+
+def _edited(config: dict, key: str, value) -> dict:
+    import copy
+
+    out = copy.deepcopy(config)
+    node = out
+    *parents, last = key.split(".")
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    return out
+
+
+def _registered(config: dict, claims: list[dict], record=None, has_data=False, now="t0"):
+    """(record, lines) of a run that starts on `config`: reg.update as register_study calls
+    it, the claims parsed on the config's grid."""
+    from workflow_scripts.claims import spec
+
+    grid = spec.grid_from_config(config)
+    parsed = {c.id: c for c in spec.parse(claims, grid)}
+    return reg.update(record or {}, claims, lambda c: has_data, now,
+                      lambda c: reg.arm_seeds(parsed[c["id"]], grid),
+                      lambda c: reg.analysis(parsed[c["id"]], grid))
+
+
+def _status(record: dict, config: dict, claim: dict) -> tuple[str, str]:
+    """(label, why) the claims stage gives `claim` on `config`."""
+    from workflow_scripts.claims import spec
+
+    grid = spec.grid_from_config(config)
+    (parsed,) = spec.parse([claim], grid)
+    args = (record, claim, None, reg.arm_seeds(parsed, grid), reg.analysis(parsed, grid))
+    return reg.status(*args), reg.why_post_hoc(*args)
+
+
+@pytest.mark.parametrize(("key", "value", "named"), [
+    ("stats.interval", "multibootstrap", "stats.interval (calibrated -> multibootstrap)"),
+    ("stats.ci", 0.9, "stats.ci (0.95 -> 0.9)"),
+    ("stats.metric", "recall@100", "stats.metric ([ndcg@10] -> [recall@100])"),
+    ("recipes.r1.lr", 2e-3, "recipes.r1.lr (0.001 -> 0.002)"),
+    ("recipes.r1.steps", 16, "recipes.r1.steps (8 -> 16)"),
+    ("recipes.r1.precision", "bf16", "recipes.r1.precision (fp32 -> bf16)"),
+    ("benchmarks", ["x"], "benchmarks ([x, y] -> [x])"),
+    ("base_model", "m2", "base_model (m1 -> m2)"),
+])
+def test_each_deciding_key_edited_after_the_data_makes_the_claim_post_hoc(key, value, named):
+    record, _ = _registered(STUDY, [ENDS])
+    assert _status(record, STUDY, ENDS) == (reg.REGISTERED, "")
+    edited = _edited(STUDY, key, value)
+    # The claims stage on a record the run has not renewed (the claims CLI) says why too.
+    assert _status(record, edited, ENDS) == (reg.POST_HOC, f"{named} changed since it was "
+                                                           "registered")
+    record, said = _registered(edited, [ENDS], record, has_data=True, now="t1")
+    assert said == [f"claims: claim 'ends': its analysis changed: {named} after its data "
+                    "existed: it will be decided as post hoc, on what the config says now"]
+    assert _status(record, edited, ENDS) == (reg.POST_HOC, f"{named} changed after its data "
+                                                           "existed")
+    entry = record["claims"]["ends"]
+    assert entry["changed"] == [named] and entry["history"][0]["registered_at"] == "t0"
+    # Edited back after the data: chosen again after seeing it, still post hoc.
+    record, _ = _registered(STUDY, [ENDS], record, has_data=True, now="t2")
+    assert _status(record, STUDY, ENDS)[0] == reg.POST_HOC
+
+
+def test_an_analysis_changed_before_the_data_stays_registered():
+    record, _ = _registered(STUDY, [ENDS])
+    edited = _edited(STUDY, "stats.interval", "multibootstrap")
+    record, said = _registered(edited, [ENDS], record, has_data=False, now="t1")
+    assert said == ["claims: claim 'ends': its analysis changed: stats.interval (calibrated "
+                    "-> multibootstrap) before its data"]
+    assert _status(record, edited, ENDS) == (reg.REGISTERED, "")
+
+
+def test_what_a_claim_does_not_read_leaves_it_registered():
+    """Only the keys that decide this claim count: another recipe's settings, a depth it
+    does not compare, the bootstrap's samples under the calibrated interval."""
+    record, _ = _registered(STUDY, [ENDS])
+    for key, value in [("recipes.r2.lr", 5e-3), ("depths", [1, 2, 3, 4]),
+                       ("stats.nboot", 500), ("stats.seed", 7)]:
+        edited = _edited(STUDY, key, value)
+        assert _registered(edited, [ENDS], record, has_data=True)[1] == [], key
+        assert _status(record, edited, ENDS) == (reg.REGISTERED, ""), key
+    # Under the Multi-Bootstrap its samples decide the verdict: they count.
+    boot = _edited(STUDY, "stats.interval", "multibootstrap")
+    record, _ = _registered(boot, [ENDS])
+    assert _status(record, _edited(boot, "stats.nboot", 500), ENDS)[1] == (
+        "stats.nboot (2000 -> 500) changed since it was registered")
+
+
+def test_a_family_whose_range_a_grid_edit_narrows_is_post_hoc_never_silently_narrowed():
+    """'depth from L1 to L3' (depth: all) on depths [1, 2] is decided on L1, L2 as the
+    config says now, and post hoc, the missing range named; a claim naming depth 3 itself
+    is not-applicable as before, its entry untouched."""
+    from workflow_scripts.claims import spec
+
+    names3 = {**ENDS, "id": "names3"}
+    record, _ = _registered(STUDY, [INVARIANT, names3])
+    fewer = _edited(STUDY, "depths", [1, 2])
+    record, said = _registered(fewer, [INVARIANT, names3], record, has_data=True, now="t1")
+    assert said == ["claims: claim 'inv': its analysis changed: depths ([1, 2, 3] -> [1, 2]) "
+                    "after its data existed: it will be decided as post hoc, on what the "
+                    "config says now"]
+    assert _status(record, fewer, INVARIANT) == (
+        reg.POST_HOC, "depths ([1, 2, 3] -> [1, 2]) changed after its data existed")
+    (narrowed, na) = spec.parse([INVARIANT, names3], spec.grid_from_config(fewer))
+    assert [m.label for m in narrowed.members] == ["r1/top2 − r1/top1 [all]"]
+    assert na.not_applicable and record["claims"]["names3"]["registered_at"] == "t0"
+    # Registered on [1, 2] from the start, the same claim is that config's question.
+    assert _status(_registered(fewer, [INVARIANT])[0], fewer, INVARIANT)[0] == reg.REGISTERED
+
+
+def test_an_entry_made_before_the_analysis_was_kept_adopts_it(tmp_path):
+    """A record of the version before (entries with seeds, no analysis) stays registered
+    and adopts the analysis; an edit after that is post hoc."""
+    from workflow_scripts.claims import spec
+
+    path = tmp_path / "claims_registration.json"
+    grid = spec.grid_from_config(STUDY)
+    (parsed,) = spec.parse([ENDS], grid)
+    seeds = reg.arm_seeds(parsed, grid)
+    reg.register(path, [ENDS], lambda c: False, seeds_of=lambda c: seeds)
+    assert "analysis" not in reg.read(path)["claims"]["ends"]
+    now = reg.analysis(parsed, grid)
+    assert reg.register(path, [ENDS], lambda c: True, seeds_of=lambda c: seeds,
+                        analysis_of=lambda c: now) == []
+    entry = reg.read(path)["claims"]["ends"]
+    assert entry["analysis"] == now and entry["before_data"] and entry["registered_at"]
+    assert _status(reg.read(path), STUDY, ENDS) == (reg.REGISTERED, "")
+    # Keys added to the list later are adopted the same way, one by one.
+    older = {k: v for k, v in now.items() if k != "stats.ci"}
+    record = {"claims": {"ends": {**entry, "analysis": older}}}
+    record, said = reg.update(record, [ENDS], lambda c: True, "t2", lambda c: seeds,
+                              lambda c: now)
+    assert said == [] and record["claims"]["ends"]["analysis"] == now
+
+
+def test_a_dry_run_names_what_the_run_would_make_post_hoc_and_writes_nothing(tmp_path):
+    path = tmp_path / "claims_registration.json"
+    reg.register(path, [A], lambda c: False, analysis_of=lambda c: {"stats.ci": 0.95})
+    text = path.read_text()
+    # B is new before its data: registered, nothing to warn of; A's level changed after.
+    said = reg.would_post_hoc(path, [A, B], lambda c: c["id"] == "a",
+                              analysis_of=lambda c: {"stats.ci": 0.9})
+    assert said == ["claims: claim 'a': its analysis changed: stats.ci (0.95 -> 0.9) after "
+                    "its data existed: it will be decided as post hoc, on what the config "
+                    "says now"]
+    assert path.read_text() == text
+    assert reg.would_post_hoc(path, [A], lambda c: True,
+                              analysis_of=lambda c: {"stats.ci": 0.95}) == []
+    assert reg.would_post_hoc(tmp_path / "none.json", [A], lambda c: True) == [
+        "claims: new claim 'a' registered after its data existed: it will be decided as post "
+        "hoc"]
+    assert not (tmp_path / "none.json").exists()
+    # A look plan recorded after its driving claims' data: its line too.
+    assert reg.would_post_hoc(path, [A], lambda c: True, PLAN,
+                              analysis_of=lambda c: {"stats.ci": 0.95})[0].startswith(
+        "seeds on demand: new look plan")
+
+
+def test_the_analysis_names_the_grid_and_settings_of_each_study():
+    """Ladder claims record the ladder's configs, methods, training and ladder.stats.*;
+    latency claims every latency depth and latency.*; each from the one list."""
+    from workflow_scripts.claims import spec
+
+    config = {**STUDY, "ladder": {"configs": [{"name": "c", "d": 8, "L": 2}],
+                                  "methods": ["bp", "fa"], "seeds": [1, 2],
+                                  "dataset": {"name": "digits"},
+                                  "train": {"epochs": 3, "lr": 0.01}}}
+    grid = spec.grid_from_config(config)
+    lad, lat = spec.parse([
+        {"id": "l", "statement": "s", "adjacent": {"config": "c", "method": "bp", "k": "all"},
+         "test": "greater"},
+        {"id": "t", "statement": "s", "estimate": "latency_ratio", "a": {"depth": 3},
+         "b": {"depth": 2}, "test": "less", "threshold": 0.85}], grid)
+    ladder = reg.analysis(lad, grid)
+    assert ladder["ladder.configs"] == {"c": {"name": "c", "d": 8, "L": 2}}
+    assert ladder["ladder.methods"] == ["bp"] and ladder["ladder.train.lr"] == 0.01
+    assert ladder["ladder.stats.interval"] == "calibrated" and "ladder.stats.nboot" not in ladder
+    assert not any(k.startswith(("recipes", "stats.", "latency")) for k in ladder)
+    latency = reg.analysis(lat, grid)
+    assert latency["depths"] == [1, 2, 3] and "latency.nboot" in latency
+    assert "latency.checks.max_residual" in latency and "stats.ci" in latency
+    assert not any(k.startswith(("recipes", "stats.interval", "ladder")) for k in latency)
+    # A ladder config's shape (its rungs) edited after the data names the entry's key.
+    record, _ = _registered(config, [lad_raw := {"id": "l", "statement": "s", "adjacent": {
+        "config": "c", "method": "bp", "k": "all"}, "test": "greater"}])
+    wider = _edited(config, "ladder.configs", [{"name": "c", "d": 8, "L": 3}])
+    assert _status(record, wider, lad_raw)[1] == (
+        "ladder.configs.c.L (2 -> 3) changed since it was registered")
+
+
+@pytest.mark.slow
+def test_a_dry_run_says_which_claims_an_edit_makes_post_hoc(tmp_path):
+    """The default study registered, one claim's data on disk, stats.interval switched:
+    `snakemake -n` prints the run's lines for the claims it would make post hoc, and writes
+    no record."""
+    from conftest import snakemake
+
+    from workflow_scripts.claims import spec
+    from workflow_scripts.claims.__main__ import read_config
+    from workflow_scripts.claims.layout import input_files
+    from workflow_scripts.core import paths
+
+    config = read_config(["config/config.yaml"])
+    grid = spec.grid_from_config(config)
+    parsed = {c.id: c for c in spec.parse(config["claims"], grid)}
+    results = paths.Study(config["study"]).results
+    path = tmp_path / results / paths.CLAIMS_REGISTRY
+    reg.register(path, config["claims"], lambda c: False, None,
+                 lambda c: reg.arm_seeds(parsed[c["id"]], grid),
+                 lambda c: reg.analysis(parsed[c["id"]], grid))
+    data = tmp_path / input_files(results, grid, [parsed["deepest-beats-shallowest-short"]])[0]
+    data.parent.mkdir(parents=True)
+    data.touch()
+    record = path.read_text()
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--config",
+                     "stats={interval: multibootstrap}", env={"PYTHONHASHSEED": "0"})
+    said = "dry run (nothing recorded): claims: claim '{}': its analysis changed: " \
+           "stats.interval (calibrated -> multibootstrap) {}"
+    assert said.format("deepest-beats-shallowest-short", "after its data existed: it will be "
+                       "decided as post hoc, on what the config says now") in proc.stderr
+    # A claim without data is reanalysed before it, registered: not worth a line; the
+    # ladder's interval is its own.
+    assert "claim 'deepest-beats-shallowest'" not in proc.stderr
+    assert "claim 'bp-climbs'" not in proc.stderr
+    assert path.read_text() == record
+
+
+def test_docs_name_every_registered_key():
+    """docs/claims.md's table of what an entry records names each key of the one list (a
+    group as `section.*`, the training stages' keys by their last part)."""
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[1] / "docs/claims.md").read_text(encoding="utf-8")
+    section = doc[doc.index("The entry keeps the claim's analysis"):]
+    section = section[:section.index("\n## ")]
+    for entries in reg.DECIDING_KEYS.values():
+        for entry in entries:
+            key = entry if isinstance(entry, str) else entry[0]
+            if key.startswith("recipes.*."):
+                name = key.removeprefix("recipes.*.").split(".")[0]
+            elif key.startswith(("ladder.dataset.", "ladder.train.")):
+                name = ".".join(key.split(".")[:2]) + ".*"
+            elif key.startswith("latency.") and key != "latency.runs":
+                name = "latency.*"
+            else:
+                name = key.replace(".*", ".<name>")
+            assert f"`{name}" in section, key
+    assert all(f"`{k}`" in section for k in reg.AXIS_KEYS.values())

@@ -388,7 +388,10 @@ def claims_grid(config: dict, metrics=METRICS, ladder_methods=METHODS, layers: i
     """The arms a config produces, in the config's order (claims/grid.py's Grid as a dict);
     the untrained base is the recipe `base`. Works on a partial config (tests, the claims
     CLI): a key it lacks takes the schema's default. layers: the base model's layer count
-    where known (0: not known)."""
+    where known (0: not known). settings: the values that decide a claim besides its arms
+    (claims/registration.py `config_values`), recorded when it is registered."""
+    from workflow_scripts.claims.registration import config_values  # parse time: core only
+
     bi = lat = curves = None
     benchmarks, datasets, seeds, runs, curve_metric = [], [], {}, 0, ""
     if "recipes" in config:
@@ -414,7 +417,8 @@ def claims_grid(config: dict, metrics=METRICS, ladder_methods=METHODS, layers: i
     return {"biencoder": bi, "benchmarks": benchmarks, "metrics": list(metrics), "ladder": lad,
             "latency": lat, "recipe_seeds": seeds, "ladder_seeds": ladder_seeds,
             "latency_runs": runs, "curves": curves, "curve_metric": curve_metric,
-            "datasets": datasets, "layers": int(layers or 0)}
+            "datasets": datasets, "layers": int(layers or 0),
+            "settings": config_values(config)}
 
 
 __all__ = ["BIENCODER_FIGURES", "EVALUATIONS", "PER_DEPTH_REFERENCE", "Figure", "StudyPlan",

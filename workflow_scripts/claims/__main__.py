@@ -80,9 +80,9 @@ def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads
     record = registration.read(registry or Path(results) / paths.CLAIMS_REGISTRY)
     heads = (table["row"] == "claim") & (table["verdict"] != "not-applicable")  # decided
     by_id = {c.id: c for c in claims}
-    status = {entry["id"]: registration.status(record, entry, plan,
-                                               registration.arm_seeds(by_id[entry["id"]], grid))
-              for entry in settings.claims}
+    status = {entry["id"]: registration.status(
+        record, entry, plan, registration.arm_seeds(by_id[entry["id"]], grid),
+        registration.analysis(by_id[entry["id"]], grid)) for entry in settings.claims}
     table.loc[heads, "registration"] = table.loc[heads, "claim"].map(status)
     contracts.write_parquet(table_path, table)
     md = render.markdown(table)

@@ -61,6 +61,9 @@ class Grid:
     curve_metric: str = ""  # the metric the curves stage computes (stats.metric)
     datasets: tuple[str, ...] = ()
     layers: int = 0
+    # The values of the config keys that decide a claim (claims/registration.py
+    # DECIDING_KEYS), by concrete key: what the registration records with each claim.
+    settings: dict = field(default_factory=dict)
     scope: str = IN_CONFIG  # how a value's absence reads (IN_ANY for `possible`'s grid)
 
     def arms(self, study: str) -> tuple[dict, ...] | None:
@@ -72,7 +75,7 @@ class Grid:
                 "recipe_seeds": self.recipe_seeds, "ladder_seeds": list(self.ladder_seeds),
                 "latency_runs": self.latency_runs, "curves": self.curves,
                 "curve_metric": self.curve_metric, "datasets": list(self.datasets),
-                "layers": self.layers}
+                "layers": self.layers, "settings": self.settings}
 
     @classmethod
     def from_dict(cls, d: dict) -> Grid:
@@ -84,7 +87,7 @@ class Grid:
                    dict(d.get("recipe_seeds", {})), tuple(d.get("ladder_seeds", ())),
                    int(d.get("latency_runs", 0)), arms(d.get("curves")),
                    str(d.get("curve_metric", "")), tuple(d.get("datasets", ())),
-                   int(d.get("layers", 0)))
+                   int(d.get("layers", 0)), dict(d.get("settings", {})))
 
 
 def grid_from_config(config: dict, metrics=METRICS, ladder_methods=LADDER_METHODS,

@@ -1,10 +1,15 @@
 """Claims registered before their data: a claim's error rate holds only if it was stated
 before its evaluations existed, so the workflow records each claim (its id, statement and a
 fingerprint of its whole config entry) the first time a run starts, with whether any of its
-input files already existed then. The claims stage reads that record: a claim whose entry
-matches its current fingerprint and predates its data is `registered`; one added or edited
-after its data existed, or missing from the record, is `post hoc` and shown so (its verdict
-is not covered by the error rate).
+input files already existed then, and with everything else that decides it: its arms' seeds
+(`arm_seeds`) and its analysis (`analysis`: the grid its members range over, the settings
+of the models they name, the metric, the CI level and the interval method: DECIDING_KEYS,
+the one list). The claims stage reads that record: a claim whose entry matches what the
+config says now and predates its data is `registered`; one added, edited or decided on
+another analysis after its data existed, or missing from the record, is `post hoc` and
+shown so (its verdict is not covered by the error rate). A grid edit that changes the arms a
+claim ranges over (`depth: all` with a depth fewer) decides it on the new grid, post hoc,
+never silently on a narrower question.
 
 With seeds on demand the record holds the whole look plan too (claims/looks/plan.py: the
 driving claims, the budget, the spending, each look's seeds and level), registered before
@@ -16,7 +21,8 @@ drives post hoc.
 The record (paths.CLAIMS_REGISTRY) only grows: an edited claim or plan gets a new entry, the
 old one moves to its history: one edited after its data stays post hoc, even edited back.
 Pure functions plus read and write; rules/claims.smk calls `register_study` when a run
-starts.
+starts, and with dry=True on a dry run (which prints the same lines and writes nothing).
+Imports the standard library and core/ only: the Snakefile calls it at parse time.
 """
 
 from __future__ import annotations
@@ -28,9 +34,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from workflow_scripts.core import contracts
+from workflow_scripts.core import settings as stage_settings
 
 REGISTERED, POST_HOC = "registered", "post hoc"
-_KEPT = ("fingerprint", "registered_at", "before_data")  # what a history entry keeps
+_KEPT = ("fingerprint", "registered_at", "before_data", "seeds", "analysis")  # in history
 
 
 def _hash(value) -> str:
@@ -52,7 +59,7 @@ def plan_fingerprint(plan: dict) -> str:
 def _history(old: dict | None, *keys: str) -> list[dict]:
     if not old:
         return []
-    return [*old.get("history", []), {k: old[k] for k in (*_KEPT, *keys, "seeds") if k in old}]
+    return [*old.get("history", []), {k: old[k] for k in (*_KEPT, *keys) if k in old}]
 
 
 def describe_plan(plan: dict) -> str:
@@ -67,41 +74,65 @@ def describe_plan(plan: dict) -> str:
 
 
 def update(record: dict, claims: Iterable[dict], has_data: Callable[[dict], bool],
-           now: str, seeds_of: Callable[[dict], dict] | None = None) -> tuple[dict, list[str]]:
-    """The record with an entry for every claim it lacks or whose fingerprint changed
-    (before_data: has_data(claim) is false now), and one line per new entry. seeds_of: the
-    seeds of a claim's trained arms per recipe (`arm_seeds`), kept in its entry: deciding a
-    claim again on other seeds after its data existed (the planner's count followed by
-    editing the recipes) is a look no plan counts, so the claim gets a new entry, post hoc.
-    The look plan's entry (`update_plan`) is kept as it is."""
+           now: str, seeds_of: Callable[[dict], dict] | None = None,
+           analysis_of: Callable[[dict], dict] | None = None) -> tuple[dict, list[str]]:
+    """The record with an entry for every claim it lacks or whose fingerprint, seeds or
+    analysis changed (before_data: has_data(claim) is false now), and one line per new
+    entry. seeds_of: the seeds of a claim's trained arms per recipe (`arm_seeds`), kept in
+    its entry: deciding a claim again on other seeds after its data existed (the planner's
+    count followed by editing the recipes) is a look no plan counts, so the claim gets a new
+    entry, post hoc. analysis_of: what else decides it (`analysis`), kept likewise: an
+    analysis chosen after seeing the data (another interval method, a grid edit that
+    narrows its range) gets a new entry, post hoc, its `changed` keys named. An entry
+    recorded before a field or key was kept adopts it. The look plan's entry (`update_plan`)
+    is kept as it is."""
     entries = {k: dict(v) for k, v in record.get("claims", {}).items()}
     said = []
     for claim in claims:
         fp, old = fingerprint(claim), entries.get(claim["id"])
         seeds = seeds_of(claim) if seeds_of else None
+        now_analysis = analysis_of(claim) if analysis_of else None
         same = old is not None and old["fingerprint"] == fp
-        if same and (seeds is None or _same_seeds(old.get("seeds"), seeds)):
-            if seeds is not None:  # an entry made before seeds were recorded adopts them
-                entries[claim["id"]] = {**old, "seeds": seeds}
+        moved = same and seeds is not None and not _same_seeds(old.get("seeds"), seeds)
+        changed = changes(old.get("analysis"), now_analysis or {}) if same else []
+        if same and not moved and not changed:
+            adopted = {**old, **({"seeds": seeds} if seeds is not None else {}),
+                       **({"analysis": {**old.get("analysis", {}), **now_analysis}}
+                          if now_analysis is not None else {})}
+            entries[claim["id"]] = adopted
             continue
         before = not has_data(claim)
+        reseeded = ([f"its arms' seeds changed ({_seeds_text(old['seeds'])} -> "
+                     f"{_seeds_text(seeds)})"] if moved else [])
+        what = reseeded + changed  # kept in the entry: why it is post hoc
+        text = "; ".join(reseeded + ([_changed_text(changed)] if changed else []))
         entries[claim["id"]] = {"fingerprint": fp, "statement": claim.get("statement", ""),
                                 "registered_at": now, "before_data": before,
                                 **({"seeds": seeds} if seeds is not None else {}),
-                                "history": _history(old, "statement")}
-        if same:
-            said.append(f"claims: claim {claim['id']!r}: its arms' seeds changed "
-                        f"({_seeds_text(old['seeds'])} -> {_seeds_text(seeds)}) "
-                        + ("before its data" if before else
-                           "after its data existed: deciding it again on other seeds is a "
-                           "look no plan counts (seeds on demand adds seeds within the error "
-                           "rate: docs/adaptive_seeds.md); it will be decided as post hoc"))
-            continue
-        what = "edited" if old else "new"
-        said.append(f"claims: {what} claim {claim['id']!r} registered "
-                    + ("before its data" if before else
-                       "after its data existed: it will be decided as post hoc"))
+                                **({"analysis": now_analysis}
+                                   if now_analysis is not None else {}),
+                                **({"changed": what} if what and not before else {}),
+                                "history": _history(old, "statement", "changed")}
+        if not same:
+            said.append(f"claims: {'edited' if old else 'new'} claim {claim['id']!r} "
+                        "registered " + ("before its data" if before else
+                                         "after its data existed: it will be decided as "
+                                         "post hoc"))
+        elif before:
+            said.append(f"claims: claim {claim['id']!r}: {text} before its data")
+        elif moved:
+            said.append(f"claims: claim {claim['id']!r}: {text} after its data "
+                        "existed: deciding it again on other seeds is a look no plan counts "
+                        "(seeds on demand adds seeds within the error rate: "
+                        "docs/adaptive_seeds.md); it will be decided as post hoc")
+        else:
+            said.append(f"claims: claim {claim['id']!r}: {text} after its data existed: it "
+                        "will be decided as post hoc, on what the config says now")
     return {**record, "claims": entries}, said
+
+
+def _changed_text(changed: list[str]) -> str:
+    return "its analysis changed: " + ", ".join(changed)
 
 
 def _seeds_text(seeds: dict) -> str:
@@ -121,6 +152,173 @@ def arm_seeds(claim, grid) -> dict[str, list[int]]:
     if any(m.study == "ladder" for m in claim.members):
         out[LADDER_SEEDS] = [int(s) for s in grid.ladder_seeds]
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# The analysis: what decides a claim besides its config entry and its arms' seeds
+# ---------------------------------------------------------------------------------------
+# The keys of every training stage (core/settings.py: what changes a trained model), read
+# for each recipe a claim's trained arms name, each with its strategy's keys only
+# (train_settings: a train-once arm's loss settings too).
+_TRAINING = tuple(dict.fromkeys(
+    k for cls in (stage_settings.Train, *stage_settings.TRAIN_ONCE_SETTINGS.values())
+    for k in cls.keys().values()))
+# The one list of config keys whose values decide a claim, by the study its members read
+# (docs/claims.md, "Registered before their data"). `recipes.*`: each recipe its trained
+# arms name; `datasets.*`: the training data and each benchmark it reads (the whole entry).
+# A (key, interval key) pair counts only where that interval method draws bootstrap samples
+# (the calibrated t draws none). The grid the claim ranges over is recorded apart, as the
+# values its members take on each axis (AXIS_KEYS).
+_BI_STATS = ("stats.metric", "stats.interval", "stats.ci",
+             ("stats.nboot", "stats.interval"), ("stats.seed", "stats.interval"))
+DECIDING_KEYS: dict[str, tuple] = {
+    "biencoder": ("base_model", "train_data", "datasets.*", *_TRAINING, "eval.top_k",
+                  *_BI_STATS),
+    # The onset's p-value is a bootstrap's whatever the interval method.
+    "curves": ("base_model", "train_data", "datasets.*", *_TRAINING, "recipes.*.eval_steps",
+               "eval.top_k", "stats.metric", "stats.interval", "stats.ci", "stats.nboot",
+               "stats.seed", "stats.onset_epsilon"),
+    "ladder": ("ladder.dataset.name", *stage_settings.LadderData.keys().values(),
+               *stage_settings.LadderTrain.keys().values(), "ladder.stats.interval",
+               "ladder.stats.ci", ("ladder.stats.nboot", "ladder.stats.interval"),
+               ("ladder.stats.seed", "ladder.stats.interval")),
+    # The latency ratio's bootstrap, its protocol and coherence checks; the Holm level is
+    # stats.ci's.
+    "latency": ("base_model", "latency.runs", *dict.fromkeys(
+        [*stage_settings.LatencyProfile.keys().values(),
+         *stage_settings.LatencySummary.keys().values()]), "stats.ci"),
+}
+# The grid: each axis a claim's members range over, by the config key that sets it. A
+# ladder config is recorded with its shape (d, L: its rungs k); latency members read every
+# depth (the canonical ladder is fitted over all of them).
+AXIS_KEYS = {"recipe": "recipes", "strategy": "strategies", "depth": "depths",
+             "benchmark": "benchmarks", "config": "ladder.configs", "method": "ladder.methods"}
+_BOOTSTRAP = "multibootstrap"  # config/schema.yaml's interval methods: the other is calibrated
+
+
+def _keys(entry) -> tuple[str, str | None]:
+    return (entry, None) if isinstance(entry, str) else entry
+
+
+def config_values(config: dict) -> dict:
+    """Every value DECIDING_KEYS names in `config`, by concrete key (`recipes.short.lr`;
+    `ladder.configs`: {name: entry}), the schemas' defaults where the config leaves a key
+    out; a key neither gives is left out. The claims grid holds it (study_plan.claims_grid):
+    the registration and the claims stage read the same values."""
+    names = {"recipes": list(config.get("recipes") or {}),
+             "datasets": list(config.get("datasets") or {})}
+    out = {}
+    for entry in dict.fromkeys(e for entries in DECIDING_KEYS.values() for e in entries):
+        key = _keys(entry)[0]
+        head, _, tail = key.partition(".*")
+        for concrete in ([f"{head}.{n}{tail}" for n in names.get(head, ())] if tail or
+                         key.endswith(".*") else [key]):
+            value = _lookup(config, concrete, key)
+            if value is not _ABSENT:
+                out[concrete] = value
+    if "ladder" in config:
+        out["ladder.configs"] = {c["name"]: c for c in config["ladder"].get("configs", [])}
+    return out
+
+
+_ABSENT = object()
+
+
+def _lookup(config: dict, concrete: str, key: str):
+    node = config
+    for part in concrete.split("."):
+        if not isinstance(node, dict) or part not in node:
+            try:
+                node = stage_settings.schema_node(key)[0]
+            except KeyError:
+                return _ABSENT
+            return node.get("default", _ABSENT)
+        node = node[part]
+    return node
+
+
+def analysis(claim, grid) -> dict:
+    """What decides the parsed claim (claims/spec.py Claim) on `grid` besides its config
+    entry and seeds: the values its members take on each grid axis (AXIS_KEYS; benchmark
+    `all` stands for every benchmark), and each DECIDING_KEYS value of the studies they read
+    (from grid.settings: config_values). A not-applicable claim has no members: nothing."""
+    from workflow_scripts.claims.grid import STUDY_AXES
+
+    out: dict = {}
+    values = grid.settings
+    for study in dict.fromkeys(m.study for m in claim.members):
+        members = [m for m in claim.members if m.study == study]
+        arms = [k for m in members for k in (m.a, m.b) if k is not None]
+        axes = dict(zip(STUDY_AXES[study], zip(*arms, strict=True), strict=True)) if arms else {}
+        if study == "latency":
+            axes = {"depth": [a["depth"] for a in grid.latency or ()]}
+        for axis, taken in axes.items():
+            key, taken = AXIS_KEYS.get(axis), sorted(set(taken))
+            if axis == "config":
+                taken = {c: values.get(key, {}).get(c) for c in taken}
+            if key:
+                out[key] = _merged(out.get(key), taken)
+        if study in ("biencoder", "curves"):
+            benches = {b for m in members for b in (m.benchmark, m.versus) if b}
+            if "all" in benches:
+                benches = (benches - {"all"}) | set(grid.benchmarks)
+            out["benchmarks"] = _merged(out.get("benchmarks"), sorted(benches))
+            out["stats.metric"] = _merged(out.get("stats.metric"),
+                                          sorted({m.metric for m in members}))
+        trained = {(k[0], k[1]) for k in arms if study in ("biencoder", "curves")}
+        datasets = [values.get("train_data"), *out.get("benchmarks", ())]
+        for entry in DECIDING_KEYS[study]:
+            key, interval = _keys(entry)
+            if key in out or (interval and values.get(interval) != _BOOTSTRAP):
+                continue
+            if key.startswith("recipes.*"):
+                picked = {key.replace("*", r, 1) for r, s in trained
+                          if key == "recipes.*.eval_steps"
+                          or key in stage_settings.train_settings(s).keys().values()}
+            elif key == "datasets.*":
+                picked = {f"datasets.{d}" for d in datasets if d}
+            else:
+                picked = {key}
+            out.update({k: values[k] for k in sorted(picked) if k in values})
+    return json.loads(json.dumps(out, default=str))  # as the record reads it back
+
+
+def _merged(a, b):
+    if a is None:
+        return b
+    if isinstance(a, dict):
+        return {**a, **b}
+    return sorted(set(a) | set(b))
+
+
+def changes(recorded: dict | None, now: dict) -> list[str]:
+    """'stats.interval (calibrated -> multibootstrap)' for each key of `now` whose recorded
+    value differs (a dict named down to the entries that differ); a key the record lacks
+    (recorded before it was kept) is no change: the entry adopts it."""
+    out = []
+    for key, value in now.items():
+        if recorded is not None and key in recorded and recorded[key] != value:
+            out += _differences(key, recorded[key], value)
+    return out
+
+
+def _differences(key: str, old, new) -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [line for k in dict.fromkeys([*old, *new])
+                if old.get(k, _ABSENT) != new.get(k, _ABSENT)
+                for line in _differences(f"{key}.{k}", old.get(k, _ABSENT),
+                                         new.get(k, _ABSENT))]
+    return [f"{key} ({_value_text(old)} -> {_value_text(new)})"]
+
+
+def _value_text(value) -> str:
+    if value is _ABSENT:
+        return "none"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, separators=(", ", ": "))
+    return str(value)
 
 
 def _same_seeds(recorded: dict | None, seeds: dict) -> bool:
@@ -178,18 +376,36 @@ def plan_status(record: dict, plan: dict) -> str:
 
 
 def status(record: dict, claim: dict, plan: dict | None = None,
-           seeds: dict | None = None) -> str:
+           seeds: dict | None = None, analysis: dict | None = None) -> str:
     """registered: recorded with this fingerprint before any of its data existed, on these
-    `seeds` (`arm_seeds`, where given and recorded), and, for a claim that `plan` (the looks'
-    plan, where seeds on demand decided it) drives, that plan registered before its data
-    too."""
+    `seeds` (`arm_seeds`) and this `analysis` (`analysis`: where given and recorded), and,
+    for a claim that `plan` (the looks' plan, where seeds on demand decided it) drives, that
+    plan registered before its data too."""
+    return REGISTERED if not why_post_hoc(record, claim, plan, seeds, analysis) else POST_HOC
+
+
+def why_post_hoc(record: dict, claim: dict, plan: dict | None = None,
+                 seeds: dict | None = None, analysis: dict | None = None) -> str:
+    """Why `status` says post hoc, in a clause ('' where registered): 'stats.interval
+    (calibrated -> multibootstrap) changed after its data existed' and the like, for
+    whatever shows a claim's label."""
     entry = record.get("claims", {}).get(claim["id"])
-    ok = entry is not None and entry["fingerprint"] == fingerprint(claim) and entry["before_data"]
-    if ok and seeds is not None and not _same_seeds(entry.get("seeds"), seeds):
-        ok = False
-    if ok and plan is not None and claim["id"] in plan["claims"]:
-        ok = plan_status(record, plan) == REGISTERED
-    return REGISTERED if ok else POST_HOC
+    if entry is None:
+        return "not in the registration record"
+    if entry["fingerprint"] != fingerprint(claim):
+        return "its entry was edited since it was registered"
+    if seeds is not None and not _same_seeds(entry.get("seeds"), seeds):
+        return "its arms' seeds changed since it was registered"
+    if analysis is not None and (now := changes(entry.get("analysis"), analysis)):
+        return f"{'; '.join(now)} changed since it was registered"
+    if not entry["before_data"]:
+        if entry.get("changed"):
+            return f"{'; '.join(entry['changed'])} changed after its data existed"
+        return "added or edited after its data existed"
+    if plan is not None and claim["id"] in plan["claims"] and (
+            plan_status(record, plan) != REGISTERED):
+        return "the look plan that drives it was not registered before its data"
+    return ""
 
 
 def read(path) -> dict:
@@ -213,11 +429,13 @@ def read(path) -> dict:
     return record
 
 
-def register_study(path, settings, parsed, results, grid, looks=None) -> None:
+def register_study(path, settings, parsed, results, grid, looks=None,
+                   dry: bool = False) -> None:
     """`register` for a workflow run: a claim has data when any of its input files
     (claims/layout.py, from its parsed form in `parsed`) exists; `settings` the Claims stage
     settings, `looks` the Looks stage's with seeds on demand (else None): its plan is
-    recorded too. The new entries' lines go to stderr."""
+    recorded too. The new entries' lines go to stderr; dry: read only (a dry run), the
+    lines of the claims and plan the run would record post hoc, marked so."""
     import sys
 
     from workflow_scripts.claims.layout import input_files
@@ -233,27 +451,55 @@ def register_study(path, settings, parsed, results, grid, looks=None) -> None:
 
         plan = plan_record(settings.ci, json.loads(looks.to_json()), parsed,
                            grid.recipe_seeds)
+
     def seeds_of(entry: dict) -> dict:
         return arm_seeds(by_id[entry["id"]], grid)
 
-    for line in register(path, settings.claims, has_data, plan, seeds_of):
+    def analysis_of(entry: dict) -> dict:
+        return analysis(by_id[entry["id"]], grid)
+
+    if dry:
+        for line in would_post_hoc(path, settings.claims, has_data, plan, seeds_of,
+                                   analysis_of):
+            print(f"dry run (nothing recorded): {line}", file=sys.stderr)
+        return
+    for line in register(path, settings.claims, has_data, plan, seeds_of, analysis_of):
         print(line, file=sys.stderr)
 
 
 def register(path, claims: Iterable[dict], has_data: Callable[[dict], bool],
              plan: dict | None = None, seeds_of: Callable[[dict], dict] | None = None,
-             ) -> list[str]:
+             analysis_of: Callable[[dict], dict] | None = None) -> list[str]:
     """Add the claims the record at `path` lacks, and the look plan `plan` where it is new
     or changed (its data: any of its driving claims' by has_data; None: seeds on demand is
     off, recorded where a plan was), written atomically; their lines."""
+    before, record, said = _renewed(path, claims, has_data, plan, seeds_of, analysis_of)
+    if record != before:  # new lines, or fields adopted by older entries
+        contracts.write_json(path, record)
+    return said
+
+
+def would_post_hoc(path, claims: Iterable[dict], has_data: Callable[[dict], bool],
+                   plan: dict | None = None, seeds_of: Callable[[dict], dict] | None = None,
+                   analysis_of: Callable[[dict], dict] | None = None) -> list[str]:
+    """The lines of `register` that record a claim or the look plan post hoc, the record
+    left as it is (a dry run says which claims the run would make post hoc)."""
+    before, record, said = _renewed(path, claims, has_data, plan, seeds_of, analysis_of)
+    late = [f"claim {cid!r}" for cid, e in record["claims"].items()
+            if e != before["claims"].get(cid) and not e["before_data"]]
+    plan_late = record.get("looks") not in (None, before.get("looks")) and (
+        not record["looks"]["before_data"])
+    return [line for line in said if any(c in line for c in late)
+            or (plan_late and line.startswith("seeds on demand"))]
+
+
+def _renewed(path, claims, has_data, plan, seeds_of, analysis_of) -> tuple[dict, dict, list]:
+    """(the record at `path`, the record `register` would write, its lines)."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     claims = list(claims)
     before = read(path)
-    record, said = update(before, claims, has_data, now, seeds_of)
+    record, said = update(before, claims, has_data, now, seeds_of, analysis_of)
     by_id = {c["id"]: c for c in claims}
     had = plan is not None and any(has_data(by_id[c]) for c in plan["claims"])
     record, more = update_plan(record, plan, had, now)
-    said += more
-    if record != before:  # new lines, or seeds adopted by entries made before they were kept
-        contracts.write_json(path, record)
-    return said
+    return before, record, said + more
