@@ -107,7 +107,8 @@ def test_a_hopeless_machine_hits_the_cap_and_says_so(cap, reason):
     doc = json.loads(json.dumps(doc, default=contracts._json_default))
     data = Data(latency_calls=df, coherence=doc)
     verdicts = set()
-    for threshold in (0.85, 0.7, 0.6):
+    # The canonical ladder's Q(L2)/Q(L3) from run 1 alone: ~0.75, its CI ~[0.6, 0.9]
+    for threshold in (0.95, 0.7):
         v, table = tc.verdict({"estimate": "latency_ratio", "a": {"depth": 3},
                                "b": {"depth": 2}, "test": "less", "threshold": threshold},
                               data)

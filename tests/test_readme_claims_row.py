@@ -33,7 +33,8 @@ def _cells(row: str) -> list[str]:
 
 def test_readme_claims_row_is_what_the_report_prints():
     header, row = readme_quote()
-    cid, statement, verdict, member, estimate, ci, threshold, p, notes = _cells(row)
+    cid, statement, verdict, member, estimate, ci, threshold, decision, p, notes = _cells(row)
+    assert decision == "–", "the quoted claim leans to support: read at its own CI"
     claims = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["claims"]
     claim = next((c for c in claims if c["id"] == cid), None)
     assert claim is not None, f"README.md quotes claim {cid}, which config/config.yaml lacks"

@@ -46,7 +46,7 @@ COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "
            "interval", "mb_ci_low", "mb_ci_high", "p_support", "p_refute", "p_support_holm",
            "p_refute_holm", "alpha", "verdict", "design", "resample", "caveats",
            "seeds_needed", "seeds_share", "seeds_at_margin", "note", "n_members", "last_step",
-           "registration")
+           "registration", "fragile", "holm_ci", "holm_ci_low", "holm_ci_high")
 TEXT_COLUMNS = ("caveats", "note", "member", "registration")  # "" where a row has none
 
 
@@ -167,6 +167,24 @@ def holm(p) -> np.ndarray:
     return out
 
 
+def holm_levels(p, alpha: float) -> np.ndarray:
+    """The one-sided level at which Holm's step-down tests each p (NaN where p is NaN): the
+    i-th smallest at alpha / (m - i) while every smaller one was rejected; from the first
+    step that is not rejected on, every later p is judged at that step's level (Holm stops
+    there, and each later p is at least as large, so its interval at that level holds the
+    threshold as its adjusted p says)."""
+    p = np.asarray(p, float)
+    out = np.full(len(p), np.nan)
+    idx = np.flatnonzero(np.isfinite(p))
+    order = idx[np.argsort(p[idx], kind="stable")]
+    m, adjusted, stop = len(order), holm(p), None
+    for i, j in enumerate(order):
+        if stop is None and adjusted[j] > alpha:
+            stop = i
+        out[j] = alpha / (m - (i if stop is None else stop))
+    return out
+
+
 def _member_verdict(row: dict, test: str, alpha: float) -> str:
     if "verdict" in row:  # latency coherence: decided by its checks
         return row["verdict"]
@@ -216,12 +234,20 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
                            strict=True):
             if "_doubled" in rows[i]:
                 rows[i]["_doubled"] = {"p_support_holm": d["p_support"], "p_refute_holm": p}
-    out = []
+    if len(live) > 1:  # the refute side's Holm step: its level and interval
+        for i, level in zip(live, holm_levels([rows[i].get("p_refute", math.nan)
+                                               for i in live], alpha), strict=True):
+            if math.isfinite(level) and "_plan" in rows[i]:
+                rows[i].update(holm_interval(rows[i], level, options, claim.members[i]))
+    out, flips = [], []
     for m, r in zip(claim.members, rows, strict=True):
         plan, doubled = r.pop("_plan", None), r.pop("_doubled", None)
         if r.get("verdict") != "not-applicable":
             r["verdict"] = _member_verdict(r, m.test, alpha)
-        if doubled and (flip := _member_verdict(doubled, m.test, alpha)) != r["verdict"]:
+        flip = _member_verdict(doubled, m.test, alpha) if doubled else r["verdict"]
+        flips.append(flip)
+        r["fragile"] = r["verdict"] in DECIDED and flip != r["verdict"]
+        if r["fragile"]:
             _add_caveat(r, f"fragile: {flip} with the borrowed seed sd doubled (the one-seed "
                         "arm's seed variance cannot be checked)")
         if r["verdict"] == "inconclusive" and plan is not None:
@@ -244,19 +270,40 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
                     "threshold": m.value if m.test == "consistent" else m.threshold,
                     "epsilon": m.epsilon, "benchmark": m.benchmark or "", "metric": m.metric,
                     "alpha": alpha, **r})
-    verdicts = [r["verdict"] for r in out]
-    if "refuted" in verdicts:
-        verdict = "refuted"
-    elif "not-applicable" in verdicts:
-        verdict = "not-applicable"
-    elif all(v == "supported" for v in verdicts):
-        verdict = "supported"
-    else:
-        verdict = "inconclusive"
+    verdict = claim_verdict([r["verdict"] for r in out])
     decider = _decider(out, verdict)
     head.update({k: v for k, v in decider.items() if k not in ("row", "n_members")})
-    head.update(verdict=verdict, note="; ".join(missing) if missing else decider.get("note", ""))
+    head.update(verdict=verdict, note="; ".join(missing) if missing else decider.get("note", ""),
+                fragile=verdict in DECIDED and claim_verdict(flips) != verdict)
     return [head, *out]
+
+
+DECIDED = ("supported", "refuted")
+
+
+def claim_verdict(verdicts: list[str]) -> str:
+    """A claim's verdict from its members': refuted when one is, supported when all are."""
+    if "refuted" in verdicts:
+        return "refuted"
+    if "not-applicable" in verdicts:
+        return "not-applicable"
+    if all(v == "supported" for v in verdicts):
+        return "supported"
+    return "inconclusive"
+
+
+def holm_interval(row: dict, level: float, options: Options, m: Member) -> dict:
+    """The member's interval at the level of its Holm step on the refute side (ci_of(level)),
+    from the same contrast and test as its own interval: what a reader checks the refute
+    side's verdict against."""
+    c, rho, _, _ = row["_plan"]
+    opts = {**options.for_study(m.study), "ci": intervals.ci_of(level)}
+    if m.estimate == "ratio":
+        low, high = fieller(c, opts, row["estimate"], options.threads)
+    else:
+        g = compare(c, opts, "greater", 0.0, options.threads, rho)
+        low, high = g["ci_low"], g["ci_high"]
+    return {"holm_ci": opts["ci"], "holm_ci_low": low, "holm_ci_high": high}
 
 
 def _decider(members: list[dict], verdict: str) -> dict:
@@ -284,6 +331,7 @@ def decide(claims: list[Claim], data: Data, options: Options,
     for col in COLUMNS:
         if col not in df:
             df[col] = "" if col in TEXT_COLUMNS else math.nan
+    df["fragile"] = df["fragile"].astype(object).where(df["fragile"].notna(), False).astype(bool)
     for col in (*TEXT_COLUMNS, "design", "resample", "interval"):
         df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
     return df[list(COLUMNS)]

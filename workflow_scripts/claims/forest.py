@@ -4,10 +4,14 @@ recomputes nothing).
 
 `forest_figure(table)` -> a matplotlib Figure: one horizontal strip per claim, each with its
 own x-range (claims mix NDCG differences, ratios, ladder accuracies, latency ratios and
-learning-curve steps), the estimate, its CI and the decision threshold(s), coloured by
-verdict; an onset claim whose curve never declines is drawn as such, a "no decline" marker at
-the claimed step. `forest_plot(table, outs)` draws it and saves it atomically to every path
-in `outs` (format from the suffix: png, pdf, svg), byte-identical on a rerun.
+learning-curve steps) and says so: above the axis its unit, the test's direction and threshold
+and the p that decided it; the estimate, its CI and the decision threshold(s), coloured by
+verdict, and where a family's refute side was decided at a Holm step's stricter level, the
+member's interval at that level beneath (thin, marked); right of the axis the verdict, its
+labels (post hoc, fragile) and its interval's name. An onset claim whose curve never declines
+is drawn as such, a "no decline" marker at the claimed step. `forest_plot(table, outs)` draws
+it and saves it atomically to every path in `outs` (format from the suffix: png, pdf, svg),
+byte-identical on a rerun.
 `python -m workflow_scripts.claims.render --table T --figure F` is its CLI.
 """
 
@@ -28,7 +32,14 @@ from workflow_scripts.claims.table import (  # noqa: E402
     caption,
     check,
     claims_of,
+    decisive_p,
+    holm_interval,
+    label_text,
+    labels,
+    level_label,
     method_text,
+    threshold_text,
+    unit,
 )
 from workflow_scripts.claims.table import num as _num  # noqa: E402
 from workflow_scripts.claims.table import text as _text  # noqa: E402
@@ -38,8 +49,11 @@ from workflow_scripts.core.notation import MISSING  # noqa: E402
 COLORS = {"supported": "#2ca02c", "refuted": "#d62728", "inconclusive": "#e69f00",
           "not-applicable": "#bdbdbd"}
 DPI = 150  # as biencoder/report/figures.py
-STRIP_IN = 0.7  # height of one claim's strip, inches (its member named above the axis)
-HEADER_IN = 0.85  # title and legend
+STRIP_IN = 0.95  # one claim's strip, inches: its test and member on two lines above the axis
+GAP_IN = 0.5  # of which between two axes: the tick labels and those two lines
+HOLM_Y = -0.55  # where a strip draws the Holm step's interval, below the CI
+LABEL_COLOR = "#7b3294"  # post hoc / fragile: a colour no verdict uses
+HEADER_IN = 1.0  # title and legend (two rows)
 FOOTER_IN = 0.3
 
 
@@ -54,6 +68,14 @@ def reference_lines(rec: dict) -> list[tuple[float, str, str, float]]:
     elif test == "consistent" and math.isfinite(t):
         lines.append((t, ":", "k", 1.3))
     return lines
+
+
+def test_text(rec: dict) -> str:
+    """The strip's test in words: 'NDCG@10 difference > 0.0000 · p 0.0018 (support)'."""
+    test = threshold_text(rec.get("test"), rec.get("threshold"), rec.get("epsilon"))
+    p = decisive_p(rec)
+    return " · ".join(x for x in (f"{unit(rec)} {test}".strip(),
+                                  f"p {p}" if p != MISSING else "") if x)
 
 
 def plotted_text(rec: dict) -> str:
@@ -71,6 +93,7 @@ def x_range(rec: dict) -> tuple[float, float] | None:
     onset claim's over its step grid, from step 0 (the base) to `last_step` where known."""
     xs = [_num(rec.get(k)) for k in ("estimate", "ci_low", "ci_high")]
     xs += [x for x, *_ in reference_lines(rec)]
+    xs += list(holm_interval(rec) or ())[1:]
     xs = [x for x in xs if math.isfinite(x)]
     if not xs:
         return None
@@ -102,13 +125,25 @@ def _strip(ax, rec: dict) -> None:
     # for text, so not-applicable is written in a darker grey.
     ax.text(1.025, 0.62, verdict, transform=ax.transAxes, ha="left", va="center", fontsize=8,
             color="0.55" if verdict == "not-applicable" else color, fontweight="bold")
-    # The interval that decided this claim (claims.md's CI column), under its verdict.
+    # What the verdict rests on (registered / post hoc / fragile), then the interval that
+    # decided it (claims.md's CI column), under the verdict.
+    if mark := label_text(rec):
+        ax.text(1.025, 0.25, mark, transform=ax.transAxes, ha="left", va="center",
+                fontsize=6.5, color=LABEL_COLOR if labels(rec) else "0.35",
+                fontweight="bold" if labels(rec) else "normal")
     if (method := method_text(rec)) != MISSING:
-        ax.text(1.025, 0.18, method, transform=ax.transAxes, ha="left", va="center",
+        ax.text(1.025, -0.12, method, transform=ax.transAxes, ha="left", va="center",
                 fontsize=6.5, color="0.35")
-    if plotted := plotted_text(rec):  # which member the strip draws, above its axis
-        ax.text(0.0, 1.0, plotted, transform=ax.transAxes, ha="left", va="bottom",
-                fontsize=6.5, color="0.35")
+    # Above the axis: the test (unit, direction, threshold, deciding p), then which member
+    # the strip draws.
+    if tested := test_text(rec):
+        ax.annotate(tested, xy=(0.0, 1.0), xycoords="axes fraction", xytext=(0, 9),
+                    textcoords="offset points", ha="left", va="bottom", fontsize=6.5,
+                    color="0.1")
+    if plotted := plotted_text(rec):
+        ax.annotate(plotted, xy=(0.0, 1.0), xycoords="axes fraction", xytext=(0, 1),
+                    textcoords="offset points", ha="left", va="bottom", fontsize=6.5,
+                    color="0.4")
     limits = x_range(rec)
     if no_decline(rec):
         _no_decline_strip(ax, rec, color)
@@ -139,6 +174,22 @@ def _strip(ax, rec: dict) -> None:
                                     "shrinkA": 0, "shrinkB": 0})
     if math.isfinite(est):
         ax.plot([est], [0], "o", color=color, ms=6, mec="k", mew=0.6, zorder=3)
+    _holm(ax, rec, color)
+
+
+def _holm(ax, rec: dict, color: str) -> None:
+    """The member's interval at its Holm step's level (the refute side of a family), thin
+    under the CI with its level: the interval a refutation had to clear."""
+    if (h := holm_interval(rec)) is None:
+        return
+    level, low, high = h
+    x0, x1 = ax.get_xlim()
+    low, high = max(low, x0), min(high, x1)  # an unbounded end reaches the axis edge
+    ax.plot([low, high], [HOLM_Y, HOLM_Y], color=color, lw=1.2, marker="|", ms=6,
+            solid_capstyle="butt", zorder=2)
+    # Its level in the column right of the axis, under the interval's name.
+    ax.text(1.025, -0.49, f"thin: {level_label(level)} Holm (refute)", transform=ax.transAxes,
+            ha="left", va="center", fontsize=6, color="0.35")
 
 
 def no_decline(rec: dict) -> bool:
@@ -188,15 +239,14 @@ def forest_figure(table: pd.DataFrame) -> plt.Figure:
     height = HEADER_IN + STRIP_IN * n + FOOTER_IN
     # Left margin sized for the longest claim id (approx. width of an 8 pt character).
     left_in = min(max(1.0, 0.075 * max(len(_text(c["claim"])) for c in claims) + 0.3), 3.5)
-    right_in = 1.3  # fits "not-applicable" at 8 pt bold
+    right_in = 1.4  # fits "not-applicable" at 8 pt bold and "thin: 99.17% Holm (refute)"
     fig = plt.figure(figsize=(width, height))
     axes = fig.subplots(n, 1, squeeze=False)[:, 0]
-    # hspace is relative to the axes height: leave ~0.34 in per strip for the tick labels
-    # and the member's line.
-    axis_in = STRIP_IN - 0.34
+    # hspace is relative to the axes height.
+    axis_in = STRIP_IN - GAP_IN
     fig.subplots_adjust(left=left_in / width, right=1 - right_in / width,
-                        top=1 - HEADER_IN / height, bottom=FOOTER_IN / height,
-                        hspace=0.34 / axis_in)
+                        top=1 - (HEADER_IN + 0.2) / height, bottom=FOOTER_IN / height,
+                        hspace=GAP_IN / axis_in)
     for ax, rec in zip(axes, claims, strict=True):
         _strip(ax, rec)
     # One method for all: the title names it; else each strip names its own (under the verdict).
@@ -207,11 +257,14 @@ def forest_figure(table: pd.DataFrame) -> plt.Figure:
                       label=v) for v in VERDICTS if v in COLORS]
     handles += [Line2D([], [], ls="--", color="k", lw=1.0, label="threshold t / ±ε"),
                 Line2D([], [], ls=":", color="k", lw=1.3, label="published value")]
+    if any(holm_interval(c) for c in claims):
+        handles.append(Line2D([], [], ls="-", lw=1.2, marker="|", ms=6, color="0.3",
+                              label="Holm step's CI (refute side)"))
     if any(no_decline(c) for c in claims):
         handles.append(Line2D([], [], marker=">", ls="", color="0.5", mec="k", mew=0.6,
                               label="no decline (onset)"))
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.4 / height),
-               ncol=len(handles), fontsize=7, frameon=False, handlelength=2.2,
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.35 / height),
+               ncol=math.ceil(len(handles) / 2), fontsize=7, frameon=False, handlelength=2.2,
                columnspacing=1.2)
     return fig
 

@@ -1,9 +1,11 @@
 """Latency claims, read from the profiling runs (results/<study>/latency/run<r>.parquet) and the
-coherence document: the ratio of two depths on the canonical ladder (each depth's median
-over the coherent runs of their relative ladder Q, which the drift of the machine leaves
-alone) with a bootstrap over coherent runs and, within each, whole rounds (every round
-times every depth, so rounds pair the depths); and whether the canonical ladder is
-coherent.
+coherence document: the ratio of two depths on the canonical ladder, the very ratio of
+RESULTS.md's latency table (each depth's median over the coherent runs of their relative
+ladder Q from the fit over every profiled depth, which the drift of the machine leaves alone:
+biencoder/latency/relative.canonical_samples, as the summary's), with a bootstrap over
+coherent runs and, within each, whole rounds (every round times every depth, so rounds pair
+the depths); and whether the canonical ladder is coherent. A ratio from runs on a busy
+machine (the summary's note) says so.
 
 Precision does not gate: a run that stopped at its cap with a wide CI is used, and its
 width reaches the claim through the bootstrap, so the claim is inconclusive only when the
@@ -67,7 +69,8 @@ def decide_latency(m: Member, data: Data, ci: float, nboot: int, seed: int) -> d
     if not runs:
         return {**row, "note": "no latency run passes the shape gates: the ladder was not "
                                "measured reliably"}
-    est, lo, hi, samples = latency_ratio(data.latency_calls, runs, m.a[0], m.b[0], ci=ci,
+    est, lo, hi, samples = latency_ratio(data.latency_calls, runs, m.a[0], m.b[0],
+                                         reference_depth=doc.get("reference_depth"), ci=ci,
                                          nboot=nboot, seed=seed)
     ge = (np.sum(samples >= m.threshold) + 1) / (len(samples) + 1)
     le = (np.sum(samples <= m.threshold) + 1) / (len(samples) + 1)
@@ -78,37 +81,36 @@ def decide_latency(m: Member, data: Data, ci: float, nboot: int, seed: int) -> d
     return {**row, "estimate": est, "ci_low": lo, "ci_high": hi, "p_support": sup,
             "p_refute": ref, "caveats": "; ".join(x for x in (
                 f"{len(runs)} {'coherent ' * (not caveat)}run(s) on this machine", caveat,
-                precision_caveat(doc, runs)) if x)}
+                busy_caveat(doc, runs), precision_caveat(doc, runs)) if x)}
 
 
-def latency_ratio(calls: pd.DataFrame, runs, depth_a: int, depth_b: int, *, ci: float,
-                  nboot: int, seed: int) -> tuple[float, float, float, np.ndarray]:
-    """Q(b) / Q(a) of the canonical ladder (median over `runs` of each run's Q from the
-    two-way fit over rounds x depths), a percentile interval and the bootstrap samples
-    (runs resampled, then whole rounds within each)."""
+def busy_caveat(doc: dict, runs) -> str:
+    """The used runs the summary found on a busy machine (its note, as RESULTS.md and
+    pareto.png show it)."""
+    busy = [r["run"] for r in doc.get("runs", [])
+            if r["run"] in runs and str(r.get("notes", "")).startswith("the machine was busy")]
+    if not busy:
+        return ""
+    return (f"the machine was busy during run(s) {', '.join(map(str, busy))} (other processes "
+            "took CPU time: RESULTS.md's latency notes), which slows the calls unevenly; rerun "
+            "on a quiet machine before relying on the ratio")
+
+
+def latency_ratio(calls: pd.DataFrame, runs, depth_a: int, depth_b: int, *,
+                  reference_depth, ci: float, nboot: int,
+                  seed: int) -> tuple[float, float, float, np.ndarray]:
+    """Q(b) / Q(a) of the canonical ladder of `runs` (RESULTS.md's latency table:
+    relative.canonical_samples, the summary's definition), a percentile interval and the
+    bootstrap samples (runs resampled, then whole rounds within each)."""
     calls = calls[calls["stage"] == "forward"] if "stage" in calls else calls
     if "timed" in calls:
         calls = calls[calls["timed"].astype(bool)]
-    log_q, boot = [], []
-    for i, r in enumerate(runs):
-        g = calls[(calls["run"] == r) & calls["depth"].isin([depth_a, depth_b])]
-        t, depths, _ = rel.round_matrix(g)
-        cols = [list(depths).index(d) for d in (depth_a, depth_b)]
-        log_q.append(rel.fit(t, 0)["log_q"][cols])
-        boot.append(rel.bootstrap_log_q(t, 0, nboot=nboot, seed=seed + 7919 * i)[:, cols])
-    log_q, boot = np.stack(log_q), np.stack(boot)  # [runs, 2], [runs, nboot, 2]
-
-    def canon(q) -> np.ndarray:  # q [..., runs, 2]
-        med = np.median(np.exp(q), axis=-2)
-        return med[..., 1] / med[..., 0]
-
-    est = float(canon(log_q))
-    rng = np.random.default_rng(seed)
-    picked = rng.integers(len(runs), size=(nboot, len(runs)))
-    which = rng.integers(nboot, size=(nboot, len(runs)))
-    samples = canon(boot[picked, which])
+    depths, q, boot = rel.canonical_samples(calls, runs, reference_depth, nboot=nboot,
+                                            seed=seed)
+    a, b = (list(depths).index(d) for d in (depth_a, depth_b))
+    samples = boot[:, b] / boot[:, a]
     lo, hi = np.quantile(samples, [(1 - ci) / 2, (1 + ci) / 2])
-    return est, float(lo), float(hi), samples
+    return float(q[b] / q[a]), float(lo), float(hi), samples
 
 
 def coherence_verdict(doc: dict) -> dict:

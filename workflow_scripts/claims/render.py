@@ -26,11 +26,18 @@ import pandas as pd
 
 from workflow_scripts.claims import VERDICTS
 from workflow_scripts.claims.table import (
+    FRAGILE,
     ONSET_TESTS,
+    POST_HOC,
     check,
     claims_of,
+    decisive_p,
+    holm_text,
+    is_fragile,
+    labels,
     members_of,
     method_text,
+    threshold_text,
 )
 from workflow_scripts.claims.table import num as _num
 from workflow_scripts.claims.table import text as _text
@@ -56,39 +63,6 @@ def estimate_text(rec: dict) -> str:
 md_table = notation.pipe_table  # a pipe table of already formatted cells
 
 
-def threshold_text(test, threshold, epsilon) -> str:
-    """The decision threshold as the claims table shows it, by test."""
-    test = _text(test)
-    if test == "greater":
-        return f"> {fmt(threshold)}"
-    if test == "less":
-        return f"< {fmt(threshold)}"
-    if test == "equivalent":
-        return f"|δ| < {fmt(epsilon)}"
-    if test == "consistent":
-        return f"= {fmt(threshold)} (published)"
-    if test == "coherent":
-        return "coherence checks"
-    if test in ("after", "before"):
-        return f"onset {'≥' if test == 'after' else '<'} step {notation.step(threshold)}"
-    if test == "no_decline":
-        return notation.NO_ONSET
-    return test or "–"
-
-
-def decisive_p(rec: dict) -> str:
-    """The Holm-adjusted p of the test that decided the claim; both for an undecided one."""
-    sup, ref = _num(rec.get("p_support_holm")), _num(rec.get("p_refute_holm"))
-    verdict = _text(rec.get("verdict"))
-    if verdict == "supported" and not math.isnan(sup):
-        return f"{fmt(sup)} (support)"
-    if verdict == "refuted" and not math.isnan(ref):
-        return f"{fmt(ref)} (refute)"
-    parts = [f"{name} {fmt(p)}" for name, p in (("support", sup), ("refute", ref))
-             if not math.isnan(p)]
-    return "; ".join(parts) or "–"
-
-
 def notes(rec: dict) -> str:
     """Caveats, the decider's note and, for an inconclusive claim, the seeds that would
     settle it at the level α its row was decided at (claims/decide.py plans the count
@@ -106,11 +80,28 @@ def notes(rec: dict) -> str:
 # ---------------------------------------------------------------------------------------
 # Table access
 # ---------------------------------------------------------------------------------------
+def counted_as(rec: dict) -> str:
+    """The verdict a claim is counted as: a fragile one as "fragile", not as decided."""
+    return FRAGILE if is_fragile(rec) else _text(rec.get("verdict"))
+
+
 def verdict_counts(claims: list[dict]) -> str:
-    """'9 claims: 4 supported, 2 refuted, 3 inconclusive' (verdicts with no claim left out)."""
-    verdicts = [_text(c.get("verdict")) for c in claims]
-    order = [*VERDICTS, *sorted(set(verdicts) - set(VERDICTS))]
-    counts = [f"{verdicts.count(v)} {v}" for v in order if verdicts.count(v)]
+    """'9 claims: 4 supported (1 post hoc), 2 refuted, 1 fragile (supported only under the
+    borrowed seed variance), 2 inconclusive' (verdicts with no claim left out)."""
+    counted = [counted_as(c) for c in claims]
+    order = [*VERDICTS[:2], FRAGILE, *VERDICTS[2:]]
+    order += sorted(set(counted) - set(order))
+    counts = []
+    for v in order:
+        these = [c for c, k in zip(claims, counted, strict=True) if k == v]
+        if not these:
+            continue
+        post = sum(POST_HOC in labels(c) for c in these)
+        what = [f"{post} post hoc"] * bool(post)
+        if v == FRAGILE:
+            decided = sorted({_text(c.get("verdict")) for c in these})
+            what.insert(0, f"{' / '.join(decided)} only with the borrowed seed sd as measured")
+        counts.append(f"{len(these)} {v}" + (f" ({'; '.join(what)})" if what else ""))
     head = f"{len(claims)} claim{'s' * (len(claims) != 1)}"
     return f"{head}: {', '.join(counts)}" if counts else head
 
@@ -134,9 +125,11 @@ def registration_text(claims: list[dict]) -> str:
             f"{', '.join(post)}.")
 
 
-def _verdict_cell(c: dict) -> str:
-    post = " (post hoc)" if _text(c.get("registration")) == "post hoc" else ""
-    return f"**{_text(c['verdict'])}**{post}"
+def _verdict_cell(c: dict, bold: bool = True) -> str:
+    """'**supported** (post hoc, fragile)': the verdict and what it rests on."""
+    marks = ", ".join(labels(c))
+    verdict = _text(c["verdict"])
+    return (f"**{verdict}**" if bold else verdict) + (f" ({marks})" if marks else "")
 
 
 def rules_text(claims: list[dict]) -> str:
@@ -154,7 +147,13 @@ def rules_text(claims: list[dict]) -> str:
         "decided it. `equivalent` claims are decided by TOST (|δ| < ε), `consistent` "
         "claims hold when the published value lies inside the CI, and `coherent` claims by "
         "the latency coherence checks. p is that of the test that decided the claim (the "
-        "refute side Holm-adjusted), or both where none did."
+        "refute side Holm-adjusted), or both where none did; where the refute side's Holm "
+        "step tested a member at a stricter level than α, column `decision interval` gives "
+        "the member's interval at that level (1 − 2α/k for its step k), the one that interval "
+        "must clear for a refutation. A verdict labelled *post hoc* was not registered "
+        "before its data; one labelled *fragile* flips when a one-seed arm's borrowed seed sd "
+        "is doubled (that arm's seed variance cannot be checked) and is counted as fragile, "
+        "not as decided."
         + (" An onset claim (`after` / `before` / `no_decline`) reads the bootstrap "
            "distribution of the step after which the learning curve first falls more than ε "
            "below its running best: p is the share of samples outside the claimed steps."
@@ -178,22 +177,25 @@ def markdown(table: pd.DataFrame) -> str:
         out.append(registered + "\n")
     rows = [[_text(c["claim"]), _text(c["statement"]), _verdict_cell(c),
              _text(c.get("member")) or "–", estimate_text(c), method_text(c),
-             threshold_text(c["test"], c["threshold"], c["epsilon"]), decisive_p(c), notes(c)]
+             threshold_text(c["test"], c["threshold"], c["epsilon"]), holm_text(c) or "–",
+             decisive_p(c), notes(c)]
             for c in claims]
     out.append(md_table(rows, ["claim", "statement", "verdict", "decided by", "estimate [CI]",
-                               "CI", "threshold", "p", "notes"]) + "\n")
+                               "CI", "threshold", "decision interval", "p", "notes"]) + "\n")
     for c in claims:
         members = members_of(table, c["claim"])
         if len(members) <= 1:
             continue
         rows = [[_text(m.get("member")), estimate_text(m), method_text(m),
                  threshold_text(m.get("test"), m.get("threshold"), m.get("epsilon")),
-                 _text(m.get("verdict")), fmt(m.get("p_support_holm")),
+                 holm_text(m) or "–",
+                 _verdict_cell(m, bold=False), fmt(m.get("p_support_holm")),
                  fmt(m.get("p_refute_holm")), _text(m.get("design")) or "–",
                  _text(m.get("caveats")) or "–"] for m in members]
         # Blank lines around the table: GitHub renders markdown inside <details> only then.
         out.append(f"<details><summary>{_text(c['claim'])}: members</summary>\n\n"
-                   + md_table(rows, ["member", "estimate [CI]", "CI", "threshold", "verdict",
+                   + md_table(rows, ["member", "estimate [CI]", "CI", "threshold",
+                                     "decision interval", "verdict",
                                      "p_support_holm",
                                      "p_refute_holm", "design", "caveats"])
                    + "\n\n</details>\n")

@@ -101,18 +101,30 @@ def half_widths(t: np.ndarray, ref: int, *, nboot: int, level: float, seed: int)
 def canonical_ci(calls: pd.DataFrame, runs, reference_depth, *, nboot: int, level: float,
                  seed: int) -> tuple[np.ndarray, np.ndarray]:
     """CI per depth of the canonical ladder's Q (the median over `runs` of their Q) from
-    the timed forward `calls`: runs resampled, then whole rounds within each, as the
-    latency claims resample them (workflow_scripts/claims/latency.py)."""
-    boot = []
+    the timed forward `calls`: runs resampled, then whole rounds within each
+    (`canonical_samples`, which the latency claims read too)."""
+    return _interval(canonical_samples(calls, runs, reference_depth, nboot=nboot,
+                                       seed=seed)[2], level)
+
+
+def canonical_samples(calls: pd.DataFrame, runs, reference_depth, *, nboot: int,
+                      seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(depths [D], the canonical ladder's Q [D]: per depth the median over `runs` of each
+    run's Q from its two-way fit over rounds x every depth, as the summary's canonical
+    ladder; its bootstrap samples [nboot, D]: runs resampled, then whole rounds within
+    each) from the timed forward `calls`."""
+    q, boot, depths = [], [], None
     for i, r in enumerate(runs):
         t, depths, _ = round_matrix(calls[calls["run"] == r])
         ref = reference_index(depths, reference_depth)
+        q.append(fit(t, ref)["log_q"])
         boot.append(bootstrap_log_q(t, ref, nboot=nboot, seed=seed + 7919 * i))
     boot = np.exp(np.stack(boot))  # [runs, nboot, D]
     rng = np.random.default_rng(seed)
     picked = rng.integers(len(runs), size=(nboot, len(runs)))
     which = rng.integers(nboot, size=(nboot, len(runs)))
-    return _interval(np.median(boot[picked, which], axis=1), level)
+    return (np.asarray(depths), np.median(np.exp(np.stack(q)), axis=0),
+            np.median(boot[picked, which], axis=1))
 
 
 def _interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
