@@ -155,6 +155,7 @@ def test_bad_claims_stop_at_the_config_check_naming_id_and_key(change, message):
     assert "schema" not in str(e.value)  # past the schemas: the claim is named, not them
 
 
+@pytest.mark.workflow
 def test_bad_claim_stops_snakemake_before_any_job(tmp_path):
     from conftest import snakemake
 

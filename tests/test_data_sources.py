@@ -185,7 +185,7 @@ def test_new_sources_pass_the_config_check():
     check_config(config)
 
 
-@pytest.mark.slow
+@pytest.mark.workflow
 def test_a_local_folders_files_are_inputs(tiny_model, tmp_path):
     """A beir benchmark read from `path`: its job reruns when a file of the folder changes."""
     from tiny_study import tiny_config

@@ -68,7 +68,6 @@ def scaled_laptop_config(model_dir, server: FileServer) -> dict:
     return config
 
 
-@pytest.mark.slow
 def test_laptop_study_runs_end_to_end_on_served_data(six_layer_model, tmp_path):
     with FileServer(tmp_path / "www") as server:
         config = scaled_laptop_config(six_layer_model, server)

@@ -65,7 +65,7 @@ def _same_weights(a, b) -> bool:
     return True
 
 
-@pytest.mark.slow
+@pytest.mark.workflow
 def test_killed_run_rerun_with_another_lr_trains_from_step_0(tiny_model, triples, tmp_path,
                                                             capsys):
     from workflow_scripts.biencoder.train import train
@@ -107,7 +107,7 @@ def test_killed_run_rerun_with_another_lr_trains_from_step_0(tiny_model, triples
         assert prov["trained_with"]["seed"] == 5 and prov["evaluate"]["max_seq_length"] == 16
 
 
-@pytest.mark.slow
+@pytest.mark.workflow
 def test_summary_records_what_ran_and_the_whole_runs_seconds(tiny_model, triples, tmp_path):
     """fp32 on CPU (not the recipe's bf16), the data's identity, versions, the parameters
     trained (no pooler), and train_seconds over both parts of a resumed run."""

@@ -91,7 +91,6 @@ def _metrics(model_dir, bench) -> pd.DataFrame:
     return df
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["top", "matryoshka2d"])
 def test_killed_training_resumes_to_the_same_model(tiny_model, data, strategy, request,
                                                     capsys):
@@ -169,7 +168,6 @@ def _crash_after(step: int):
     return Crash()
 
 
-@pytest.mark.slow
 def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(top_reference, data,
                                                                   capsys):
     """Issue #17: a truncated model.safetensors in the newest checkpoint used to fail every
@@ -192,7 +190,6 @@ def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(top_reference,
     _assert_same_weights(ref, out)
 
 
-@pytest.mark.slow
 def test_a_stopped_adaptive_run_resumes_with_the_same_layer_draws(tiny_model, data):
     """The default study's train-once arm, stopped after checkpoint 4 and resumed by a new
     trainer (which seeds Python's RNG afresh before the checkpoint's state replaces it), ends
@@ -214,7 +211,6 @@ def test_a_stopped_adaptive_run_resumes_with_the_same_layer_draws(tiny_model, da
     _assert_same_weights(ref, out)
 
 
-@pytest.mark.slow
 def test_resume_past_a_missing_snapshot_trains_from_the_start(top_reference, data, capsys):
     """A trainer state past a snapshot step whose snapshot is not there (removed by hand;
     state left by a run with other eval_steps is dropped by its fingerprint, see
@@ -234,7 +230,6 @@ def test_resume_past_a_missing_snapshot_trains_from_the_start(top_reference, dat
     _assert_same_weights(ref, out)
 
 
-@pytest.mark.slow
 def test_failed_retrain_leaves_no_partial_model_folder(tiny_model, data):
     """Issue #17: a failed retrain used to leave the old config, tokenizer and summary in the
     model folder without model.safetensors (which Snakemake removes before the job)."""
@@ -277,7 +272,6 @@ KILL_MOMENTS = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("moment", list(KILL_MOMENTS))
 def test_killed_at_any_moment_the_rerun_finishes_the_same_model(top_reference, tiny_model,
                                                                  data, moment, capsys):
