@@ -218,6 +218,15 @@ def paper_hub_env(tmp_path_factory, tiny_model) -> dict[str, str]:
     return {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
 
 
+@pytest.fixture
+def http_server(tmp_path):
+    """The local HTTP server (tests/local_http.py), started, serving tmp_path/www."""
+    from local_http import LocalServer
+
+    with LocalServer(tmp_path / "www") as server:
+        yield server
+
+
 # What a user's clone needs to run the workflow (copy_workflow).
 WORKFLOW_PARTS = ("Snakefile", "rules", "workflow_scripts", "config", "envs", "profiles",
                   "docs/report")
