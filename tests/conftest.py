@@ -36,12 +36,13 @@ sys.path[:0] = [str(ROOT), str(HELPERS),
                 *sorted({str(p.parent) for p in TESTS.rglob("test_*.py")} - {str(HELPERS)})]
 
 # The two speeds. `workflow` tests start Snakemake or train a bi-encoder: the files under
-# tests/workflow/, plus single tests marked @pytest.mark.workflow where a module is otherwise
-# fast. `make check` runs the rest (-m "not workflow"), and the guard below makes a test
-# outside the marker fail the moment it starts Snakemake or a training, so the split holds.
+# tests/workflow/, every test that uses the tiny study (WORKFLOW_FIXTURES), and single tests
+# marked @pytest.mark.workflow where a module is otherwise fast. `make check` runs the rest
+# (-m "not workflow"), and the guard below makes a test outside the marker fail the moment it
+# starts Snakemake or a training, so the split holds.
 WORKFLOW_DIRS = ("workflow",)
-WORKFLOW_FILES = ("test_adaptive_seeds.py", "test_config_dry_runs.py", "test_doc_commands.py",
-                  "test_hub.py", "test_ladder_workflow.py", "test_laptop_sizing.py",
+WORKFLOW_FILES = ("test_adaptive_seeds.py", "test_config_dry_runs.py", "test_hub.py",
+                  "test_ladder_workflow.py", "test_laptop_sizing.py",
                   "test_laptop_workflow.py", "test_one_job_per_model.py", "test_resume.py",
                   "test_slurm.py", "test_train.py", "test_train_once.py", "test_workflow.py")
 
@@ -52,9 +53,13 @@ def is_workflow_test(path: Path) -> bool:
     return rel.parts[0] in WORKFLOW_DIRS or rel.name in WORKFLOW_FILES
 
 
+WORKFLOW_FIXTURES = {"tiny_run"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if is_workflow_test(item.path):
+        uses = set(getattr(item, "fixturenames", ()))
+        if is_workflow_test(item.path) or uses & WORKFLOW_FIXTURES:
             item.add_marker(pytest.mark.workflow)
 
 
