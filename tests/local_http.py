@@ -2,9 +2,10 @@
 stage): serves bytes put on it and files written to its folder, on 127.0.0.1, and records what
 it was asked and what it sent.
 
-- put(name, data, **faults) / routes[path] = Route(...): a body, with the faults a download
-  must survive: statuses answered before the body (fail_first), a first response cut at half
-  its Content-Length (truncate_first), Range requests ignored (honor_range=False).
+- put(name, data, **faults) / routes[path] = Route(...): a body (put writes it to the folder
+  too), with the faults a download must survive: statuses answered before the body
+  (fail_first), a first response cut at half its Content-Length (truncate_first), Range
+  requests ignored (honor_range=False).
 - root: a file written there is served as /name (a 404 where neither exists).
 - requests: (path, Range header) of every GET; hits[path]: their count per path;
   bytes_served[path]: the body bytes sent, written in small chunks through a small send
@@ -51,7 +52,9 @@ class LocalServer:
         return f"{self.base}/{name.lstrip('/')}"
 
     def put(self, name: str, data: bytes, **faults) -> str:
-        """Serve `data` as /name (with Route's faults); returns its URL."""
+        """Serve `data` as /name (with Route's faults), written to the folder too; returns its
+        URL."""
+        (self.root / name.lstrip("/")).write_bytes(data)
         self.routes["/" + name.lstrip("/")] = Route(data, **faults)
         return self.url(name)
 
