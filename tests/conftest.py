@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -76,11 +77,23 @@ class _FastGuard:
                 "test; move it to tests/workflow/ or mark it @pytest.mark.workflow")
 
 
+def starts_snakemake(argv) -> bool:
+    """Whether a process's argv starts Snakemake: `python -m snakemake`, its entry script, or
+    a shell command line that runs it (a word of its own, not text inside an argument)."""
+    argv = [os.fspath(a) if not isinstance(a, bytes) else a.decode() for a in argv]
+    if any(a == "snakemake" and argv[i - 1] == "-m" for i, a in enumerate(argv) if i):
+        return True
+    if argv and Path(argv[0]).name == "snakemake":
+        return True
+    shell = argv and Path(argv[0]).name in ("bash", "sh")
+    return bool(shell and any(re.search(r"(^|[\s;&|(])snakemake(\s|$)", a) for a in argv[1:]))
+
+
 def _refuse_snakemake(event: str, args) -> None:
     # Every process start passes here (subprocess.run, Popen, and so the preloaded server).
     if event == "subprocess.Popen" and _FastGuard.active:
         argv = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
-        if any("snakemake" in str(a) for a in argv):
+        if starts_snakemake(argv):
             _FastGuard.refuse(f"started Snakemake ({' '.join(map(str, argv))[:200]})")
 
 

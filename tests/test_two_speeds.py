@@ -21,6 +21,16 @@ def test_starting_snakemake_in_the_fast_set_fails():
     assert subprocess.run([sys.executable, "-c", "pass"]).returncode == 0
 
 
+def test_only_a_process_that_runs_snakemake_is_a_snakemake_start():
+    py = sys.executable
+    assert conftest.starts_snakemake([py, "-m", "snakemake", "-n"])
+    assert conftest.starts_snakemake(["/venv/bin/snakemake", "--cores", "1"])
+    assert conftest.starts_snakemake(["bash", "-e", "-c", "cd x && snakemake -n | head"])
+    assert not conftest.starts_snakemake([py, "-c", "print('snakemake' in 'snakemake -n')"])
+    assert not conftest.starts_snakemake(["bash", "-c", "grep -r snakemake_x rules/"])
+    assert not conftest.starts_snakemake([py, "-m", "workflow_scripts.core.launch"])
+
+
 def test_a_guarded_training_fails_in_the_fast_set(monkeypatch, tmp_path):
     """The mechanism on a stand-in module (the real entry imports torch); the real entry
     point exists where the guard names it."""
