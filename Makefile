@@ -1,6 +1,8 @@
 # Two commands do all set-up on a fresh clone:
 #   make study   install (once), then run the default study
 #   make test    install (once), then the whole test suite
+# and one is the edit loop: make check, the tests that start no Snakemake and train nothing
+# (docs/development.md).
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 VENV ?= .venv
@@ -19,7 +21,7 @@ TEST_WORKERS ?= 2
 # pip on some machines warns about every missing local index folder; keep the log readable.
 PIP_FILTER := { grep -v "is ignored: it is neither a file nor a directory" || true; }
 
-.PHONY: install study test lint clean-results FORCE
+.PHONY: install study test check lint clean-results FORCE
 
 $(STAMP): envs/requirements.txt envs/requirements-dev.txt $(if $(VENV_MOVED),FORCE)
 	$(if $(VENV_MOVED),@echo "$(VENV) was made in another folder: rebuilding it"; rm -rf $(VENV))
@@ -35,6 +37,9 @@ study: install
 
 test: install
 	$(PY) -m pytest -q -n $(TEST_WORKERS)
+
+check: install
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not workflow"
 
 lint: install
 	$(PY) -m ruff check .

@@ -1,5 +1,5 @@
-"""Test data in the real files' exact layouts, and a local HTTP server that counts what it
-serves (test scaffolding, not a stage).
+"""Test data in the real files' exact layouts (test scaffolding, not a stage); conftest's
+`http_server` serves it.
 
 - make_beir_zip: a zip like the official BEIR ones (public.ukp.informatik.tu-darmstadt.de
   .../BEIR/datasets/scifact.zip): one top folder named after the dataset, with directory
@@ -9,24 +9,16 @@ serves (test scaffolding, not a stage).
 - make_triples_gz: MS MARCO triples as sentence-transformers' embedding-training-data ships
   them (msmarco-triplets.jsonl.gz): one JSON list ["query", "positive", "negative"] a line,
   gzipped; random words, so that gzip cannot shrink a large file to nothing.
-- FileServer: serves a folder on 127.0.0.1 and counts the bytes each path sent (a small
-  send buffer, so that a client that stops reading stops the count soon after).
 """
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
-import http.server
 import io
 import json
 import random
-import socket
-import threading
 import zipfile
-from collections import Counter
-from pathlib import Path
 
 WORDS = [f"{a}{b}{c}" for a in ("ka", "lo", "mi", "nu", "pe", "ri", "su", "ta", "vo", "ze")
          for b in ("b", "d", "g", "l", "m", "n", "r", "s", "t", "v")
@@ -93,62 +85,3 @@ def make_triples_gz(n: int, seed: int = 0) -> bytes:
 
 def md5(data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
-
-
-class _CountingHandler(http.server.SimpleHTTPRequestHandler):
-    CHUNK = 16 << 10
-
-    def log_message(self, *args):
-        pass
-
-    def setup(self):
-        super().setup()
-        # A small send buffer: the count stops near what the client read before closing.
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32 << 10)
-
-    def copyfile(self, source, outputfile):
-        counts = self.server.owner.bytes_served
-        try:
-            while chunk := source.read(self.CHUNK):
-                outputfile.write(chunk)
-                outputfile.flush()
-                counts[self.path] += len(chunk)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client closed the connection: it read what it needed
-
-
-class FileServer:
-    """Serves `root` on 127.0.0.1 (a context manager): url(name), bytes_served[path],
-    requests[path]."""
-
-    def __init__(self, root):
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.bytes_served: Counter = Counter()
-        self.requests: Counter = Counter()
-        owner = self
-
-        class Handler(_CountingHandler):
-            def do_GET(self):
-                owner.requests[self.path] += 1
-                super().do_GET()
-
-        self.httpd = http.server.ThreadingHTTPServer(
-            ("127.0.0.1", 0), functools.partial(Handler, directory=str(self.root)))
-        self.httpd.owner = self
-
-    def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/{name}"
-
-    def put(self, name: str, data: bytes) -> str:
-        """Serve `data` as /name; returns its URL."""
-        (self.root / name).write_bytes(data)
-        return self.url(name)
-
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, args=(0.01,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()

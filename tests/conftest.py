@@ -1,9 +1,12 @@
 """Shared fixtures: the repository root, a tiny random-init BERT, the finished tiny study,
-and a Snakemake runner."""
+a Snakemake runner, a local HTTP server; the two speeds (the `workflow` marker and the guard
+that keeps the fast set, `make check`, free of Snakemake and training)."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -20,11 +23,118 @@ import pytest
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+# The helper modules (tiny_study, tiny_models, beir_fixtures, crash_injection, ...): one folder,
+# importable by name from every test folder, and run by path (launch_probe.py).
+HELPERS = TESTS
 # Snakemake through this interpreter: an entry script keeps the venv's path in its shebang,
 # which a moved clone no longer has.
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-sys.path.insert(0, str(ROOT))
+# The repository, the helpers and every test folder: a test imports another's builders by
+# module name (`from test_claims import arm_scores`) wherever the two live.
+sys.path[:0] = [str(ROOT), str(HELPERS),
+                *sorted({str(p.parent) for p in TESTS.rglob("test_*.py")} - {str(HELPERS)})]
+
+# The two speeds. `workflow` tests start Snakemake or train a bi-encoder: the files under
+# tests/workflow/, every test that uses the tiny study (WORKFLOW_FIXTURES), and single tests
+# marked @pytest.mark.workflow where a module is otherwise fast. `make check` runs the rest
+# (-m "not workflow"), and the guard below makes a test outside the marker fail the moment it
+# starts Snakemake or a training, so the split holds.
+WORKFLOW_DIRS = ("workflow",)
+WORKFLOW_FILES = ("test_adaptive_seeds.py", "test_config_dry_runs.py", "test_hub.py",
+                  "test_ladder_workflow.py", "test_laptop_sizing.py",
+                  "test_laptop_workflow.py", "test_one_job_per_model.py", "test_resume.py",
+                  "test_slurm.py", "test_train.py", "test_train_once.py", "test_workflow.py")
+
+
+def is_workflow_test(path: Path) -> bool:
+    """Whether the tests in this file start Snakemake or train, by where the file lives."""
+    rel = Path(path).resolve().relative_to(TESTS)
+    return rel.parts[0] in WORKFLOW_DIRS or rel.name in WORKFLOW_FILES
+
+
+WORKFLOW_FIXTURES = {"tiny_run"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        uses = set(getattr(item, "fixturenames", ()))
+        if is_workflow_test(item.path) or uses & WORKFLOW_FIXTURES:
+            item.add_marker(pytest.mark.workflow)
+
+
+class _FastGuard:
+    """Set while a test outside the `workflow` marker runs (its set-up and teardown too)."""
+
+    active: str | None = None  # the test's node id
+
+    @classmethod
+    def refuse(cls, what: str) -> None:
+        if cls.active:
+            raise RuntimeError(
+                f"{cls.active} {what}: a test that starts Snakemake or trains is a workflow "
+                "test; move it to tests/workflow/ or mark it @pytest.mark.workflow")
+
+
+def starts_snakemake(argv) -> bool:
+    """Whether a process's argv starts Snakemake: `python -m snakemake`, its entry script, or
+    a shell command line that runs it (a word of its own, not text inside an argument)."""
+    argv = [os.fspath(a) if not isinstance(a, bytes) else a.decode() for a in argv]
+    if any(a == "snakemake" and argv[i - 1] == "-m" for i, a in enumerate(argv) if i):
+        return True
+    if argv and Path(argv[0]).name == "snakemake":
+        return True
+    shell = argv and Path(argv[0]).name in ("bash", "sh")
+    return bool(shell and any(re.search(r"(^|[\s;&|(])snakemake(\s|$)", a) for a in argv[1:]))
+
+
+def _refuse_snakemake(event: str, args) -> None:
+    # Every process start passes here (subprocess.run, Popen, and so the preloaded server).
+    if event == "subprocess.Popen" and _FastGuard.active:
+        argv = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
+        if starts_snakemake(argv):
+            _FastGuard.refuse(f"started Snakemake ({' '.join(map(str, argv))[:200]})")
+
+
+sys.addaudithook(_refuse_snakemake)
+
+# The bi-encoder's training, guarded where it is defined: wrapped when the module is first
+# imported, so the fast set imports it (and torch) only where a test needs it.
+TRAINING = {"workflow_scripts.biencoder.train": "train"}
+
+
+class _TrainingGuard:
+    def find_spec(self, name, path=None, target=None):
+        if name not in TRAINING:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        exec_module = spec.loader.exec_module
+
+        def exec_and_guard(module):
+            exec_module(module)
+            real = getattr(module, TRAINING[name])
+
+            def guarded(*args, **kwargs):
+                _FastGuard.refuse(f"trained a model ({name}.{TRAINING[name]})")
+                return real(*args, **kwargs)
+
+            setattr(module, TRAINING[name], guarded)
+
+        spec.loader.exec_module = exec_and_guard
+        return spec
+
+
+sys.meta_path.insert(0, _TrainingGuard())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _FastGuard.active = None if item.get_closest_marker("workflow") else item.nodeid
+    try:
+        yield
+    finally:
+        _FastGuard.active = None
 
 
 @pytest.fixture(scope="session")
@@ -42,15 +152,14 @@ def tiny_model(tmp_path_factory) -> Path:
 # scheduled on its own.
 # (pytest-xdist's xdist_group marks cannot do it: 3.8.0 sets a node id attribute that
 # pytest 9.2 no longer reads.)
-TINY_STUDY_FILES = ("tests/test_workflow.py", "tests/cluster/test_slurm.py",
-                    "tests/test_adaptive_seeds.py", "tests/test_ladder_workflow.py",
-                    "tests/test_doc_commands.py")
+TINY_STUDY_FILES = ("test_workflow.py", "test_slurm.py", "test_adaptive_seeds.py",
+                    "test_ladder_workflow.py", "test_doc_commands.py")
 # Files whose module fixture runs trainings or a plan (test_one_job_per_model's study, test_resume's
 # reference, test_laptop_sizing's dry run): each on one worker too, so that the fixture is
 # built once, not once per worker that takes one of its tests; xdist queues such a group (as
 # the tiny study's) before single tests.
-MODULE_STUDY_FILES = ("tests/test_one_job_per_model.py", "tests/test_resume.py",
-                      "tests/test_laptop_sizing.py")
+MODULE_STUDY_FILES = ("test_one_job_per_model.py", "test_resume.py",
+                      "test_laptop_sizing.py")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -62,9 +171,10 @@ def pytest_xdist_make_scheduler(config, log):
     class TinyStudyScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            if path in TINY_STUDY_FILES:
+            name = Path(path).name  # by file name: the same wherever the file lives
+            if name in TINY_STUDY_FILES:
                 return "tiny_study"
-            return path if path in MODULE_STUDY_FILES else nodeid
+            return path if name in MODULE_STUDY_FILES else nodeid
 
     return TinyStudyScheduling(config, log)
 
@@ -124,6 +234,15 @@ def paper_hub_env(tmp_path_factory, tiny_model) -> dict[str, str]:
     cache = hub_cache(tmp_path_factory.mktemp("hf") / "hub", "bert-base-uncased", tiny_model,
                       num_hidden_layers=12)
     return {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    """The local HTTP server (tests/local_http.py), started, serving tmp_path/www."""
+    from local_http import LocalServer
+
+    with LocalServer(tmp_path / "www") as server:
+        yield server
 
 
 # What a user's clone needs to run the workflow (copy_workflow).

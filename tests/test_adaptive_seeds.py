@@ -43,7 +43,6 @@ def _run_until(wd, cfg, path) -> None:
     proc.wait()
 
 
-@pytest.mark.slow
 def test_seeds_on_demand_train_only_the_open_claims_arms(tiny_run_copy):
     wd, cfg = tiny_run_copy
     config = yaml.safe_load(cfg.read_text())

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import ROOT
+from synthetic_scores import arm_scores, write_eval
 
 from workflow_scripts.claims import __main__ as cli
 from workflow_scripts.claims import decide, layout, spec
@@ -34,13 +35,6 @@ def grid(depths=(1, 2, 3), recipes=("r1", "r2"), seeds=(1, 2, 3)) -> spec.Grid:
             "strategies": ["top"], "benchmarks": list(BENCH),
             "ladder": {"configs": [{"name": "c", "L": 2}], "methods": ["bp"], "seeds": [1, 2, 3]}}
     return spec.grid_from_config(conf)
-
-
-def arm_scores(rng, mean, seeds=3, queries=300, seed_sd=0.01, query_sd=0.2, noise=0.05,
-               query_effects=None):
-    q = query_effects if query_effects is not None else rng.normal(0, query_sd, queries)
-    return (mean + rng.normal(0, seed_sd, (seeds, 1)) + q[None, :]
-            + rng.normal(0, noise, (seeds, len(q))))
 
 
 def data_for(means: dict, rng, seeds=(1, 2, 3), **kw) -> Data:
@@ -155,6 +149,7 @@ def test_bad_claims_stop_at_the_config_check_naming_id_and_key(change, message):
     assert "schema" not in str(e.value)  # past the schemas: the claim is named, not them
 
 
+@pytest.mark.workflow
 def test_bad_claim_stops_snakemake_before_any_job(tmp_path):
     from conftest import snakemake
 
@@ -408,14 +403,6 @@ def test_latency_claims():
 # ---------------------------------------------------------------------------------------
 # The paper's claims on files laid out as the paper run writes them
 # ---------------------------------------------------------------------------------------
-def _write_eval(path, recipe, depth, seed, bench, scores, qids, strategy="top"):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df = pd.DataFrame({"query_id": qids, "recipe": recipe, "strategy": strategy, "depth": depth,
-                       "seed": seed, "benchmark": bench,
-                       **{m: np.clip(scores, 0, 1) for m in contracts.METRICS}})
-    df.to_parquet(path)
-
-
 def _write_onsets(stats, config, onset: float) -> None:
     """The curves stage's onset tables for b32_80k: every bootstrap sample at `onset`."""
     ident = [{"metric": "ndcg@10", "recipe": "b32_80k", "strategy": "top", "depth": d,
@@ -453,10 +440,10 @@ def test_paper_claims_on_synthetic_per_query_files(tmp_path):
                                 (0.1 if bench == "fiqa" else 0.01))
                         mean = m20[depth] - drop - train_once_drop.get(strategy, 0.0)
                         s = mean + effects + rng.normal(0, 0.05, q) + rng.normal(0, 0.003)
-                        _write_eval(results / f"eval/{recipe}/{strategy}{depth}/seed{seed}/"
+                        write_eval(results / f"eval/{recipe}/{strategy}{depth}/seed{seed}/"
                                     f"{bench}.parquet", recipe, depth, seed, bench, s, qids,
                                     strategy=strategy)
-            _write_eval(results / f"eval/base/top{depth}/{bench}.parquet", "base", depth, -1,
+            write_eval(results / f"eval/base/top{depth}/{bench}.parquet", "base", depth, -1,
                         bench, 0.1 + effects, qids)
     calls = latency_calls(slope=0.33, base=12.3, depths=tuple(config["depths"]))
     write_latency_runs(results, calls, config["latency"]["runs"])

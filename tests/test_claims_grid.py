@@ -133,6 +133,7 @@ def test_the_registries_of_the_possible_grid():
     assert spec.Grid.from_dict(g.to_dict()) == g
 
 
+@pytest.mark.workflow
 def test_an_edited_grid_plans_with_warnings_naming_claim_and_value(tmp_path):
     from conftest import snakemake
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from conftest import ROOT
-from test_claims import _write_eval, latency_calls, write_latency_runs
+from synthetic_scores import write_eval
+from test_claims import latency_calls, write_latency_runs
 
 from workflow_scripts.claims import __main__ as cli
 from workflow_scripts.claims import layout, spec
@@ -33,13 +34,13 @@ def test_laptop_claims_on_synthetic_per_query_files(tmp_path):
         qids = [f"q{i}" for i in range(300)]
         effects = rng.normal(0, 0.15, len(qids))
         for depth in config["depths"]:
-            _write_eval(results / f"eval/base/top{depth}/{bench}.parquet", "base", depth, -1,
+            write_eval(results / f"eval/base/top{depth}/{bench}.parquet", "base", depth, -1,
                         bench, BASE[depth] + effects, qids)
             for strategy in ["top", *r["train_once"]]:
                 mean = TOP[depth] - (ADAPTIVE_DROP if strategy != "top" else 0.0)
                 for seed in r["seeds"]:
                     s = mean + effects + rng.normal(0, 0.05, len(qids)) + rng.normal(0, 0.003)
-                    _write_eval(results / f"eval/{recipe}/{strategy}{depth}/seed{seed}/"
+                    write_eval(results / f"eval/{recipe}/{strategy}{depth}/seed{seed}/"
                                 f"{bench}.parquet", recipe, depth, seed, bench, s, qids,
                                 strategy=strategy)
     # Latency 1 + 1 x depth: L3 / L6 = 4 / 7, under the claimed 0.6

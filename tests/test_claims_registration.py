@@ -459,7 +459,7 @@ def test_the_analysis_names_the_grid_and_settings_of_each_study():
         "ladder.configs.c.L (2 -> 3) changed since it was registered")
 
 
-@pytest.mark.slow
+@pytest.mark.workflow
 def test_a_dry_run_says_which_claims_an_edit_makes_post_hoc(tmp_path):
     """The default study registered, one claim's data on disk, stats.interval switched:
     `snakemake -n` prints the run's lines for the claims it would make post hoc, and writes

@@ -1,6 +1,7 @@
-"""Issue #31's data sources against a local HTTP server serving files in the real layouts
-(tests/beir_fixtures.py): the head of a triples file streamed (max_triples), training
-pairs from a BEIR train split (beir-train), and BEIR folders read from a local path."""
+"""Issue #31's data sources against the local HTTP server (conftest's http_server) serving
+files in the real layouts (tests/beir_fixtures.py): the head of a triples file streamed
+(max_triples), training pairs from a BEIR train split (beir-train), and BEIR folders read
+from a local path."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import zipfile
 import pandas as pd
 import pytest
 import yaml
-from beir_fixtures import FileServer, make_beir_zip, make_triples_gz, md5, triple_lines
+from beir_fixtures import make_beir_zip, make_triples_gz, md5, triple_lines
 from conftest import ROOT, copy_workflow, planned_jobs, snakemake
 
 from workflow_scripts.biencoder.data import beir_train, prepare_data
@@ -28,21 +29,16 @@ def triples_gz():
     return make_triples_gz(LINES)
 
 
-@pytest.fixture
-def server(tmp_path):
-    with FileServer(tmp_path / "www") as srv:
-        yield srv
-
-
 def _sha256(b: bytes) -> str:
     return hashlib.sha256(b).hexdigest()
 
 
-def test_max_triples_streams_the_head_and_never_the_whole_file(server, triples_gz, tmp_path):
-    url, path = server.put("msmarco-triplets.jsonl.gz", triples_gz), "/msmarco-triplets.jsonl.gz"
+def test_max_triples_streams_the_head_and_never_the_whole_file(http_server, triples_gz, tmp_path):
+    path = "/msmarco-triplets.jsonl.gz"
+    url = http_server.put(path, triples_gz)
     out, dl = tmp_path / "train/ms.parquet", tmp_path / "dl"
     assert prepare_data.prepare_triples("ms", url, dl, out, max_triples=100) == {"triples": 100}
-    served = server.bytes_served[path]
+    served = http_server.bytes_served[path]
     print(f"max_triples 100 of {LINES:,} lines: {served:,} bytes served of {len(triples_gz):,}")
     assert served < len(triples_gz) / 10  # streamed and stopped, never the whole file
 
@@ -61,15 +57,15 @@ def test_max_triples_streams_the_head_and_never_the_whole_file(server, triples_g
     # The same N and URL again (the parquet deleted): no second request
     out.unlink()
     prepare_data.prepare_triples("ms", url, dl, out, max_triples=100)
-    assert server.requests[path] == 1 and len(pd.read_parquet(out)) == 100
+    assert http_server.hits[path] == 1 and len(pd.read_parquet(out)) == 100
     # Another N: streamed again, its own record
     prepare_data.prepare_triples("ms", url, dl, out, max_triples=150)
-    assert server.requests[path] == 2 and len(pd.read_parquet(out)) == 150
+    assert http_server.hits[path] == 2 and len(pd.read_parquet(out)) == 150
     assert json.loads((dl / "ms.head150.jsonl.record.json").read_text())["lines"] == 150
 
 
-def test_max_triples_beyond_the_file_and_a_changed_file_fail(server, tmp_path):
-    url = server.put("t.jsonl.gz", make_triples_gz(30))
+def test_max_triples_beyond_the_file_and_a_changed_file_fail(http_server, tmp_path):
+    url = http_server.put("t.jsonl.gz", make_triples_gz(30))
     with pytest.raises(download.DownloadError,
                        match=r"30 lines, fewer than the 50 of config key datasets\.t\.max_triples"):
         prepare_data.prepare_triples("t", url, tmp_path / "dl", tmp_path / "t.parquet",
@@ -77,7 +73,7 @@ def test_max_triples_beyond_the_file_and_a_changed_file_fail(server, tmp_path):
     prepare_data.prepare_triples("t", url, tmp_path / "dl", tmp_path / "t.parquet",
                                  max_triples=20)
     # The file changes under the same URL; the cached head is gone: the record catches it
-    server.put("t.jsonl.gz", make_triples_gz(30, seed=1))
+    http_server.put("t.jsonl.gz", make_triples_gz(30, seed=1))
     (tmp_path / "dl/t.head20.jsonl").unlink()
     with pytest.raises(download.DownloadError, match="delete the record"):
         prepare_data.prepare_triples("t", url, tmp_path / "dl", tmp_path / "t.parquet",
@@ -95,10 +91,10 @@ def test_beir_zip_has_the_official_layout():
         "_id", "title", "text", "metadata"}
 
 
-def test_beir_train_pairs_from_the_zip(server, tmp_path):
+def test_beir_train_pairs_from_the_zip(http_server, tmp_path):
     data = make_beir_zip("scifact", docs=60, test_queries=10, train_queries=20,
                          bad_train_rows=True)
-    url = server.put("scifact.zip", data)
+    url = http_server.put("scifact.zip", data)
     out = tmp_path / "train/scifact-train.parquet"
     counts = prepare_data.prepare_beir_train("scifact-train", tmp_path / "dl", out, url=url,
                                              md5=md5(data))
@@ -120,11 +116,11 @@ def test_beir_train_pairs_from_the_zip(server, tmp_path):
                                         md5="0" * 32)
 
 
-def test_beir_sources_read_a_local_folder(server, tmp_path):
+def test_beir_sources_read_a_local_folder(http_server, tmp_path):
     data = make_beir_zip("scifact", docs=60, test_queries=10, train_queries=20)
     local = download.extract_zip(io.BytesIO(data), tmp_path / "local",
                                  members_prefix="scifact/")
-    url = server.put("scifact.zip", data)
+    url = http_server.put("scifact.zip", data)
     # beir-train: the same pairs as from the zip, the files' sha256 carded
     a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
     prepare_data.prepare_beir_train("s", tmp_path / "dl", a, url=url, md5=md5(data))
@@ -141,7 +137,7 @@ def test_beir_sources_read_a_local_folder(server, tmp_path):
     assert (out / "qrels/test.tsv").read_bytes() == (local / "qrels/test.tsv").read_bytes()
     carded = _sha256((local / "corpus.jsonl").read_bytes())
     assert f"| sha256 read corpus.jsonl | {carded} |" in (out / "DATACARD.md").read_text()
-    assert server.requests["/scifact.zip"] == 1  # the path reads made no request
+    assert http_server.hits["/scifact.zip"] == 1  # the path reads made no request
 
 
 PAPER = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
@@ -185,7 +181,7 @@ def test_new_sources_pass_the_config_check():
     check_config(config)
 
 
-@pytest.mark.slow
+@pytest.mark.workflow
 def test_a_local_folders_files_are_inputs(tiny_model, tmp_path):
     """A beir benchmark read from `path`: its job reruns when a file of the folder changes."""
     from tiny_study import tiny_config

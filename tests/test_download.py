@@ -1,4 +1,4 @@
-"""workflow_scripts.core.download against a local threaded HTTP server on 127.0.0.1."""
+"""workflow_scripts.core.download against the local HTTP http_server (conftest's http_server)."""
 
 from __future__ import annotations
 
@@ -7,88 +7,15 @@ import hashlib
 import io
 import json
 import tarfile
-import threading
 import zipfile
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from local_http import Route
 
 from workflow_scripts.core import download as dl
 from workflow_scripts.core.download import DownloadError, UnsafeArchiveError
 
 FAST = {"backoff": 0.001, "timeout": 5}  # keep retries fast
-
-
-@dataclass
-class Route:
-    body: bytes
-    fail_first: list[int] = field(default_factory=list)  # statuses answered before the body
-    truncate_first: bool = False  # first body response: full Content-Length, half the bytes
-    honor_range: bool = True
-
-
-class Server:
-    def __init__(self):
-        self.routes: dict[str, Route] = {}
-        self.requests: list[tuple[str, str | None]] = []  # (path, Range header)
-        self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.httpd.owner = self
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_port}{path}"
-
-    def ranges(self, path: str) -> list[str | None]:
-        return [r for p, r in self.requests if p == path]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"  # one request per connection: closing = end of body
-
-    def log_message(self, *args):  # keep pytest output quiet
-        pass
-
-    def do_GET(self):
-        srv: Server = self.server.owner
-        rng = self.headers.get("Range")
-        with srv.lock:
-            srv.requests.append((self.path, rng))
-            route = srv.routes.get(self.path)
-            status = route.fail_first.pop(0) if route and route.fail_first else None
-            truncate = bool(route and route.truncate_first)
-            if truncate:
-                route.truncate_first = False
-        if route is None:
-            return self.send_error(404)
-        if status is not None:
-            return self.send_error(status)
-        body, start = route.body, 0
-        if rng and route.honor_range:
-            start = int(rng.removeprefix("bytes=").split("-")[0])
-            if start >= len(body):
-                self.send_response(416)
-                self.send_header("Content-Range", f"bytes */{len(body)}")
-                self.send_header("Content-Length", "0")
-                return self.end_headers()
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
-        else:
-            self.send_response(200)
-        payload = body[start:]
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload[: len(payload) // 2] if truncate else payload)
-
-
-@pytest.fixture
-def server():
-    srv = Server()
-    t = threading.Thread(target=srv.httpd.serve_forever, args=(0.01,), daemon=True)
-    t.start()
-    yield srv
-    srv.httpd.shutdown()
-    srv.httpd.server_close()
 
 
 def make_zip(members: dict[str, bytes]) -> bytes:
@@ -115,81 +42,81 @@ BLOB = make_zip({"beir/corpus.jsonl": b'{"_id": "d1", "text": "x"}\n' * 2000})
 
 
 # ---------------------------------------------------------------------------------------
-def test_success_and_skip_when_present(server, tmp_path):
-    server.routes["/a.zip"] = Route(BLOB)
+def test_success_and_skip_when_present(http_server, tmp_path):
+    http_server.routes["/a.zip"] = Route(BLOB)
     dest = tmp_path / "sub" / "a.zip"
-    assert dl.fetch(server.url("/a.zip"), dest, md5=md5(BLOB), **FAST) == dest
+    assert dl.fetch(http_server.url("/a.zip"), dest, md5=md5(BLOB), **FAST) == dest
     assert dest.read_bytes() == BLOB
     assert not dest.with_name("a.zip.part").exists()
     # present and matching: no second request
-    dl.fetch(server.url("/a.zip"), dest, sha256=sha256(BLOB), **FAST)
-    assert len(server.requests) == 1
+    dl.fetch(http_server.url("/a.zip"), dest, sha256=sha256(BLOB), **FAST)
+    assert len(http_server.requests) == 1
 
 
 @pytest.mark.parametrize("tty", [False, True])
-def test_progress_output(server, tmp_path, capsys, monkeypatch, tty):
-    server.routes["/a.zip"] = Route(BLOB)
+def test_progress_output(http_server, tmp_path, capsys, monkeypatch, tty):
+    http_server.routes["/a.zip"] = Route(BLOB)
     monkeypatch.setattr(dl.sys.stderr, "isatty", lambda: tty)
-    dl.fetch(server.url("/a.zip"), tmp_path / "a.zip", **FAST)
+    dl.fetch(http_server.url("/a.zip"), tmp_path / "a.zip", **FAST)
     err = capsys.readouterr().err
     assert ("B/s" in err) if tty else ("a.zip: done:" in err)  # tqdm bar vs log lines
 
 
-def test_checksum_mismatch(server, tmp_path):
-    server.routes["/a.zip"] = Route(BLOB)
+def test_checksum_mismatch(http_server, tmp_path):
+    http_server.routes["/a.zip"] = Route(BLOB)
     dest, wrong = tmp_path / "a.zip", "0" * 32
     with pytest.raises(DownloadError) as e:
-        dl.fetch(server.url("/a.zip"), dest, md5=wrong, **FAST)
+        dl.fetch(http_server.url("/a.zip"), dest, md5=wrong, **FAST)
     msg = str(e.value)
-    assert wrong in msg and md5(BLOB) in msg and server.url("/a.zip") in msg
+    assert wrong in msg and md5(BLOB) in msg and http_server.url("/a.zip") in msg
     assert not dest.exists() and not dest.with_name("a.zip.part").exists()
 
 
-def test_truncated_transfer_is_resumed_with_range(server, tmp_path):
-    server.routes["/a.zip"] = Route(BLOB, truncate_first=True)
+def test_truncated_transfer_is_resumed_with_range(http_server, tmp_path):
+    http_server.routes["/a.zip"] = Route(BLOB, truncate_first=True)
     dest = tmp_path / "a.zip"
-    dl.fetch(server.url("/a.zip"), dest, md5=md5(BLOB), chunk_size=4096, **FAST)
-    assert server.ranges("/a.zip") == [None, f"bytes={len(BLOB) // 2}-"]
+    dl.fetch(http_server.url("/a.zip"), dest, md5=md5(BLOB), chunk_size=4096, **FAST)
+    assert http_server.ranges("/a.zip") == [None, f"bytes={len(BLOB) // 2}-"]
     assert dest.read_bytes() == BLOB
 
 
-def test_server_ignoring_range_restarts_from_zero(server, tmp_path):
-    server.routes["/a.zip"] = Route(BLOB, truncate_first=True, honor_range=False)
+def test_server_ignoring_range_restarts_from_zero(http_server, tmp_path):
+    http_server.routes["/a.zip"] = Route(BLOB, truncate_first=True, honor_range=False)
     dest = tmp_path / "a.zip"
-    dl.fetch(server.url("/a.zip"), dest, md5=md5(BLOB), **FAST)
-    assert server.ranges("/a.zip")[1] == f"bytes={len(BLOB) // 2}-"  # asked, but got 200
+    dl.fetch(http_server.url("/a.zip"), dest, md5=md5(BLOB), **FAST)
+    assert http_server.ranges("/a.zip")[1] == f"bytes={len(BLOB) // 2}-"  # asked, but got 200
     assert dest.read_bytes() == BLOB
 
 
-def test_complete_part_and_416(server, tmp_path):
-    server.routes["/a.zip"] = Route(BLOB)
+def test_complete_part_and_416(http_server, tmp_path):
+    http_server.routes["/a.zip"] = Route(BLOB)
     dest = tmp_path / "a.zip"
     dest.with_name("a.zip.part").write_bytes(BLOB)  # left by a run that died before rename
-    dl.fetch(server.url("/a.zip"), dest, md5=md5(BLOB), **FAST)
-    assert server.ranges("/a.zip") == [f"bytes={len(BLOB)}-"]
+    dl.fetch(http_server.url("/a.zip"), dest, md5=md5(BLOB), **FAST)
+    assert http_server.ranges("/a.zip") == [f"bytes={len(BLOB)}-"]
     assert dest.read_bytes() == BLOB
 
 
-def test_server_error_is_retried(server, tmp_path):
-    server.routes["/a.zip"] = Route(BLOB, fail_first=[503])
+def test_server_error_is_retried(http_server, tmp_path):
+    http_server.routes["/a.zip"] = Route(BLOB, fail_first=[503])
     dest = tmp_path / "a.zip"
-    dl.fetch(server.url("/a.zip"), dest, md5=md5(BLOB), **FAST)
-    assert len(server.requests) == 2 and dest.read_bytes() == BLOB
+    dl.fetch(http_server.url("/a.zip"), dest, md5=md5(BLOB), **FAST)
+    assert len(http_server.requests) == 2 and dest.read_bytes() == BLOB
 
 
-def test_retries_are_bounded(server, tmp_path):
-    server.routes["/a.zip"] = Route(BLOB, fail_first=[500] * 10)
+def test_retries_are_bounded(http_server, tmp_path):
+    http_server.routes["/a.zip"] = Route(BLOB, fail_first=[500] * 10)
     with pytest.raises(DownloadError, match="500") as e:
-        dl.fetch(server.url("/a.zip"), tmp_path / "a.zip", retries=2, **FAST)
-    assert server.url("/a.zip") in str(e.value)
-    assert len(server.requests) == 3
+        dl.fetch(http_server.url("/a.zip"), tmp_path / "a.zip", retries=2, **FAST)
+    assert http_server.url("/a.zip") in str(e.value)
+    assert len(http_server.requests) == 3
 
 
-def test_404_fails_at_once(server, tmp_path):
+def test_404_fails_at_once(http_server, tmp_path):
     with pytest.raises(DownloadError) as e:
-        dl.fetch(server.url("/missing.zip"), tmp_path / "m.zip", retries=5, **FAST)
-    assert server.url("/missing.zip") in str(e.value) and "404" in str(e.value)
-    assert len(server.requests) == 1
+        dl.fetch(http_server.url("/missing.zip"), tmp_path / "m.zip", retries=5, **FAST)
+    assert http_server.url("/missing.zip") in str(e.value) and "404" in str(e.value)
+    assert len(http_server.requests) == 1
     assert not (tmp_path / "m.zip").exists()
 
 
@@ -206,10 +133,10 @@ def test_connection_refused_is_retried_then_fails(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------
-def test_fetch_recorded(server, tmp_path):
+def test_fetch_recorded(http_server, tmp_path):
     first, changed = make_gz(["a", "b", "c"]), make_gz(["a", "b", "c", "d"])
-    server.routes["/t.jsonl.gz"] = Route(first)
-    url, dest, rec = server.url("/t.jsonl.gz"), tmp_path / "t.jsonl.gz", tmp_path / "t.json"
+    http_server.routes["/t.jsonl.gz"] = Route(first)
+    url, dest, rec = http_server.url("/t.jsonl.gz"), tmp_path / "t.jsonl.gz", tmp_path / "t.json"
     record = dl.fetch_recorded(url, dest, rec, **FAST)
     assert record == {"url": url, "sha256": sha256(first), "bytes": len(first), "lines": 3}
     assert json.loads(rec.read_text()) == record
@@ -217,20 +144,20 @@ def test_fetch_recorded(server, tmp_path):
 
     # a later download of a changed file fails with both checksums and leaves no file
     dest.unlink()
-    server.routes["/t.jsonl.gz"] = Route(changed)
+    http_server.routes["/t.jsonl.gz"] = Route(changed)
     with pytest.raises(DownloadError) as e:
         dl.fetch_recorded(url, dest, rec, **FAST)
     assert sha256(first) in str(e.value) and sha256(changed) in str(e.value)
     assert not dest.exists() and not dest.with_name("t.jsonl.gz.part").exists()
 
 
-def test_fetch_recorded_checks_expected_lines(server, tmp_path):
-    server.routes["/t.jsonl.gz"] = Route(make_gz(["a", "b"]))
+def test_fetch_recorded_checks_expected_lines(http_server, tmp_path):
+    http_server.routes["/t.jsonl.gz"] = Route(make_gz(["a", "b"]))
     dest, rec = tmp_path / "t.jsonl.gz", tmp_path / "t.json"
     with pytest.raises(DownloadError, match="expected 3 lines, got 2"):
-        dl.fetch_recorded(server.url("/t.jsonl.gz"), dest, rec, expected_lines=3, **FAST)
+        dl.fetch_recorded(http_server.url("/t.jsonl.gz"), dest, rec, expected_lines=3, **FAST)
     assert not dest.exists() and not rec.exists()
-    dl.fetch_recorded(server.url("/t.jsonl.gz"), dest, rec, expected_lines=2, **FAST)
+    dl.fetch_recorded(http_server.url("/t.jsonl.gz"), dest, rec, expected_lines=2, **FAST)
     assert json.loads(rec.read_text())["lines"] == 2
 
 
@@ -282,29 +209,29 @@ def test_extract_tar(tmp_path):
 
 # ---------------------------------------------------------------------------------------
 # download_head: the first N lines, streamed (tests/test_data_sources.py: bytes served)
-def test_fetch_head_retries_server_errors_and_broken_transfers(server, tmp_path):
+def test_fetch_head_retries_server_errors_and_broken_transfers(http_server, tmp_path):
     from workflow_scripts.core.download_head import fetch_head
 
     lines = [json.dumps([f"q{i}", f"p{i}", f"n{i}"]) for i in range(2000)]
     body = make_gz(lines)
-    server.routes["/t.gz"] = Route(body, truncate_first=True)
-    server.routes["/u.gz"] = Route(body, fail_first=[503])
+    http_server.routes["/t.gz"] = Route(body, truncate_first=True)
+    http_server.routes["/u.gz"] = Route(body, fail_first=[503])
     expected = "".join(f"{line}\n" for line in lines[:1500]).encode()
     for path in ("/t.gz", "/u.gz"):
         dest, rec = tmp_path / f"{path[1:]}.jsonl", tmp_path / f"{path[1:]}.json"
-        record = fetch_head(server.url(path), 1500, dest, rec, **FAST)
+        record = fetch_head(http_server.url(path), 1500, dest, rec, **FAST)
         # half the body (gzip ends early) or a 503, then the lines: each try from the start
-        assert server.ranges(path) == [None, None]
+        assert http_server.ranges(path) == [None, None]
         assert dest.read_bytes() == expected and record["sha256"] == sha256(expected)
         assert json.loads(rec.read_text()) == record and record["file_bytes"] == len(body)
 
 
-def test_fetch_head_fails_at_once_on_404_and_on_a_file_that_is_not_gzip(server, tmp_path):
+def test_fetch_head_fails_at_once_on_404_and_on_a_file_that_is_not_gzip(http_server, tmp_path):
     from workflow_scripts.core.download_head import fetch_head
 
     with pytest.raises(DownloadError, match="404"):
-        fetch_head(server.url("/missing.gz"), 5, tmp_path / "h", tmp_path / "r", **FAST)
-    server.routes["/plain.gz"] = Route(b'["a", "b", "c"]\n')
+        fetch_head(http_server.url("/missing.gz"), 5, tmp_path / "h", tmp_path / "r", **FAST)
+    http_server.routes["/plain.gz"] = Route(b'["a", "b", "c"]\n')
     with pytest.raises(DownloadError, match="not a gzip file"):
-        fetch_head(server.url("/plain.gz"), 1, tmp_path / "h", tmp_path / "r", **FAST)
-    assert len(server.requests) == 2 and not (tmp_path / "h").exists()
+        fetch_head(http_server.url("/plain.gz"), 1, tmp_path / "h", tmp_path / "r", **FAST)
+    assert len(http_server.requests) == 2 and not (tmp_path / "h").exists()

@@ -61,6 +61,7 @@ def test_doc_texts_join_title_like_beir():
                               ) == ["T x", "y"]
 
 
+@pytest.mark.workflow
 def test_snapshot_evaluations_equal_the_normal_path(tiny_model, tmp_path):
     """A training with eval_steps: one process evaluating all its snapshots and the final
     model (tokenized once, weights swapped) writes, per step, exactly the per-query rows the

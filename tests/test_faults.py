@@ -41,7 +41,7 @@ def small_disk():
         mnt.rmdir()
 
 
-@pytest.mark.slow
+@pytest.mark.workflow
 def test_disk_full_while_saving_trainer_state_says_so_and_names_the_checkpoint(
         tiny_model, data, small_disk, tmp_path):
     """torch's zip writer says only `unexpected pos N vs M`; the stage says why and where."""
@@ -100,7 +100,7 @@ def test_the_run_lock_is_per_study(tmp_path):
         holder.wait()
 
 
-@pytest.mark.slow
+@pytest.mark.workflow
 def test_a_second_run_in_a_running_studys_folder_is_refused_before_its_dag(tmp_path):
     """Two runs started together once ended in `WorkflowError: Unable to obtain modification
     time of file results/claims.parquet` (the second built its DAG while the first's jobs

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 import yaml
 from conftest import ROOT
+from synthetic_scores import ladder_runs
 
 from workflow_scripts import ladder
 from workflow_scripts.core.codedeps import direct_imports
@@ -229,33 +230,8 @@ def test_digits_split_is_fixed_and_stratified(tmp_path):
 # ---------------------------------------------------------------------------------------
 # Stats and report on synthetic runs
 # ---------------------------------------------------------------------------------------
-def synthetic_runs(tmp_path):
-    """BP climbs 0.6 -> 0.8 with k; DFA is flat; standalone runs copy BP's k=0/k=L."""
-    rng = np.random.default_rng(0)
-    labels = rng.integers(0, 10, 200)
-    paths, st = [], []
-    for method, accs in (("bp", [0.6, 0.7, 0.8]), ("dfa", [0.5, 0.5, 0.5])):
-        for k, acc in enumerate(accs):
-            for seed in (1, 2, 3):
-                correct = rng.random(200) < acc
-                preds = np.where(correct, labels, (labels + 1) % 10)
-                keys = dict(config="c", method=method, k=k, seed=seed, kind="ladder")
-                p = tmp_path / f"{method}{k}{seed}.parquet"
-                runs.write_run(p, labels=labels, preds=preds, keys=keys,
-                               meta={"accuracy": correct.mean(), "blocks": 2,
-                                     "train_accuracy": 1.0, "train_seconds": 0.1})
-                paths.append(p)
-                if method == "bp" and k in (0, 2):
-                    kind = "frozen" if k == 0 else "full"
-                    q = tmp_path / f"{kind}{seed}.parquet"
-                    runs.write_run(q, labels=labels, preds=preds,
-                                   keys={**keys, "kind": kind}, meta={"blocks": 2})
-                    st.append(q)
-    return paths, st
-
-
 def test_stats_table_comparisons_crosscheck_and_summary(tmp_path):
-    paths, st = synthetic_runs(tmp_path)
+    paths, st = ladder_runs(tmp_path)
     rows, metas = stats.collect(paths)
     table = stats.ladder_table(rows, metas, interval="calibrated", nboot=300, ci=0.95, seed=0)
     assert list(table.method) == ["bp"] * 3 + ["dfa"] * 3
@@ -371,7 +347,7 @@ def test_data_cli_download_needs_the_configured_url_and_md5(tmp_path, capsys):
 
 
 def test_stats_cli_takes_its_settings_as_json(tmp_path):
-    paths, st = synthetic_runs(tmp_path)
+    paths, st = ladder_runs(tmp_path)
     out = {n: tmp_path / f"{n}.parquet" for n in ("table", "comparisons", "crosscheck")}
     stats.main(["--runs", *map(str, paths), "--standalone", *map(str, st),
                 "--settings-json", '{"nboot": 200}', "--threads", "1",

@@ -5,7 +5,6 @@ per job), resuming after a lost run, and reruns triggered by settings."""
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 import yaml
 from conftest import ROOT, job_counts, snakemake
 
@@ -45,7 +44,6 @@ def write_config(path, ladder: dict) -> str:
     return str(path)
 
 
-@pytest.mark.slow
 def test_tiny_ladder_end_to_end_and_resume(tiny_run, tiny_run_copy, tmp_path):
     """The tiny study's ladder (tests/tiny_study.py: one job per run, the crosscheck), then
     on a copy of it: what a setting and a lost run rerun, and the batched jobs."""

@@ -14,8 +14,9 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
-from beir_fixtures import FileServer, make_beir_zip, make_triples_gz, md5, triple_lines
+from beir_fixtures import make_beir_zip, make_triples_gz, md5, triple_lines
 from conftest import ROOT, copy_workflow, planned_jobs, snakemake
+from local_http import LocalServer
 
 TRIPLES = 20_000  # lines in the served file; the study reads its first MAX_TRIPLES
 MAX_TRIPLES = 64
@@ -31,7 +32,7 @@ def six_layer_model(tmp_path_factory):
                            heads=2, intermediate=64, seed=0)
 
 
-def scaled_laptop_config(model_dir, server: FileServer) -> dict:
+def scaled_laptop_config(model_dir, server: LocalServer) -> dict:
     """config/laptop.yaml, its data served by `server`, its sizes cut to seconds."""
     config = yaml.safe_load((ROOT / "config/laptop.yaml").read_text())
     served = {}
@@ -68,9 +69,8 @@ def scaled_laptop_config(model_dir, server: FileServer) -> dict:
     return config
 
 
-@pytest.mark.slow
 def test_laptop_study_runs_end_to_end_on_served_data(six_layer_model, tmp_path):
-    with FileServer(tmp_path / "www") as server:
+    with LocalServer(tmp_path / "www") as server:
         config = scaled_laptop_config(six_layer_model, server)
         wd = copy_workflow(tmp_path / "study")
         cfg = wd / "laptop-test.yaml"
@@ -84,11 +84,11 @@ def test_laptop_study_runs_end_to_end_on_served_data(six_layer_model, tmp_path):
         datasets, train = config["datasets"], config["train_data"]
         # The triples file: streamed, stopped after N lines, never served whole
         gz = "/msmarco-triplets.jsonl.gz"
-        if gz in server.requests:
+        if gz in server.hits:
             size = (tmp_path / "www" / gz[1:]).stat().st_size
             print(f"max_triples {MAX_TRIPLES} of {TRIPLES:,} lines: "
                   f"{server.bytes_served[gz]:,} bytes served of {size:,}")
-            assert server.requests[gz] == 1 and server.bytes_served[gz] < size / 10
+            assert server.hits[gz] == 1 and server.bytes_served[gz] < size / 10
             name = next(n for n, s in datasets.items() if s["source"] == "triples-jsonl-gz")
             card = (wd / f"data/train/{name}.DATACARD.md").read_text()
             lines = "".join(f"{t}\n" for t in triple_lines(TRIPLES)[:MAX_TRIPLES])
@@ -115,10 +115,10 @@ def test_laptop_study_runs_end_to_end_on_served_data(six_layer_model, tmp_path):
         assert "| pairs | 24 |" in card and "| sha256 read qrels/train.tsv |" in card
 
         # Nothing left to do, and no request for data already there
-        before = sum(server.requests.values())
+        before = sum(server.hits.values())
         dry = snakemake(wd, "--configfile", str(cfg), "-n")
         assert planned_jobs(dry.stdout) == []
-        assert sum(server.requests.values()) == before
+        assert sum(server.hits.values()) == before
         # Another max_triples is a param of the triples' job: it reruns (and what reads it)
         name = next((n for n, s in datasets.items() if s["source"] == "triples-jsonl-gz"), None)
         if name == train:

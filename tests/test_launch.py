@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import HELPERS, ROOT
 
 from workflow_scripts.core import launch, paths
 
@@ -26,7 +26,7 @@ def server():
 
 def _launch(tmp_path, *args, server=None, name="job", wait=True):
     env = {**os.environ, "PROBE": "hello",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(HELPERS)])}
     env.pop(launch.SOCKET_ENV, None)
     if server:
         env[launch.SOCKET_ENV] = server.socket

@@ -88,7 +88,6 @@ def study(tmp_path_factory, tiny_model):
     return wd, conf, out
 
 
-@pytest.mark.slow
 def test_every_model_and_run_is_its_own_job_in_the_preloaded_interpreter(study):
     wd, conf, out = study
     assert _trainings(out) == {"train": 3, "ladder_train": 8}
@@ -104,13 +103,11 @@ def test_every_model_and_run_is_its_own_job_in_the_preloaded_interpreter(study):
         wd / "logs/study/preload.log").read_text()
 
 
-@pytest.mark.slow
 def test_switching_preload_reruns_nothing(study):
     wd, conf, _ = study
     assert "Nothing to be done" in _run(wd, {**conf, "preload": False}, "-n")
 
 
-@pytest.mark.slow
 def test_two_parses_plan_the_same_dag_whatever_is_on_disk(study, tmp_path):
     """The rule set and every job (rule, outputs, command) are the same in a fresh folder
     and in one where half the trainings are done, as on a cluster node parsing again."""
@@ -129,7 +126,6 @@ def test_two_parses_plan_the_same_dag_whatever_is_on_disk(study, tmp_path):
     assert parse(wd) == parse(fresh)
 
 
-@pytest.mark.slow
 def test_added_seeds_train_only_themselves(study):
     wd, conf, _ = study
     before = _hashes(wd)
@@ -152,7 +148,6 @@ def test_added_seeds_train_only_themselves(study):
     assert new["mode"] == "preloaded"
 
 
-@pytest.mark.slow
 def test_a_run_killed_in_its_second_training_keeps_the_first(study, tmp_path):
     """Snakemake interrupted (Ctrl-C) while the second of two trainings runs: the first
     model keeps its bytes and mtime, and the next run plans only the second."""

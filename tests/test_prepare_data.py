@@ -3,30 +3,15 @@ makes: a BEIR zip checked by md5, and MS MARCO-style triples recorded and checke
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
-import http.server
 import json
-import threading
 import zipfile
 
 import pytest
 
 from workflow_scripts.biencoder.data import prepare_data
 from workflow_scripts.core import contracts, download
-
-
-@pytest.fixture()
-def server(tmp_path):
-    root = tmp_path / "www"
-    root.mkdir()
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a: None
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
 
 
 def _beir_zip(path, name, empty=()):
@@ -44,8 +29,8 @@ def _beir_zip(path, name, empty=()):
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
-def test_beir_zip_is_verified_unpacked_and_carded(server, tmp_path):
-    root, url = server
+def test_beir_zip_is_verified_unpacked_and_carded(http_server, tmp_path):
+    root, url = http_server.root, http_server.base
     md5 = _beir_zip(root / "mini.zip", "mini")
     out = tmp_path / "data/beir/mini"
     counts = prepare_data.prepare_beir("mini", f"{url}/mini.zip", md5, tmp_path / "dl", out)
@@ -56,9 +41,9 @@ def test_beir_zip_is_verified_unpacked_and_carded(server, tmp_path):
     assert md5 in (out / "DATACARD.md").read_text()
 
 
-def test_empty_texts_are_kept_counted_and_carded(server, tmp_path, capsys):
+def test_empty_texts_are_kept_counted_and_carded(http_server, tmp_path, capsys):
     """Issue #17: empty query text used to be kept and scored without a word."""
-    root, url = server
+    root, url = http_server.root, http_server.base
     md5 = _beir_zip(root / "mini.zip", "mini", empty=("q1", "d2"))
     out = tmp_path / "data/beir/mini"
     counts = prepare_data.prepare_beir("mini", f"{url}/mini.zip", md5, tmp_path / "dl", out)
@@ -68,8 +53,8 @@ def test_empty_texts_are_kept_counted_and_carded(server, tmp_path, capsys):
     assert "empty test query texts (kept)" in (out / "DATACARD.md").read_text()
 
 
-def test_beir_md5_mismatch_fails_and_leaves_nothing(server, tmp_path):
-    root, url = server
+def test_beir_md5_mismatch_fails_and_leaves_nothing(http_server, tmp_path):
+    root, url = http_server.root, http_server.base
     md5 = _beir_zip(root / "mini.zip", "mini")
     bad = "0" * 32
     with pytest.raises(download.DownloadError, match=md5):
@@ -78,8 +63,8 @@ def test_beir_md5_mismatch_fails_and_leaves_nothing(server, tmp_path):
     assert not (tmp_path / "out").exists() and not list((tmp_path / "dl").glob("mini.zip*"))
 
 
-def test_triples_record_first_download_and_check_lines(server, tmp_path):
-    root, url = server
+def test_triples_record_first_download_and_check_lines(http_server, tmp_path):
+    root, url = http_server.root, http_server.base
     lines = [json.dumps([f"q{i}", f"pos {i}", f"neg {i}"]) for i in range(4)]
     (root / "tri.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     out = tmp_path / "train/tri.parquet"
@@ -100,9 +85,9 @@ def test_bad_triple_line_is_named(tmp_path):
         prepare_data.triples_from_jsonl_gz(p)
 
 
-def test_beir_with_too_few_judged_queries_fails_naming_the_key(server, tmp_path):
+def test_beir_with_too_few_judged_queries_fails_naming_the_key(http_server, tmp_path):
     """Issue #17: eval.min_queries used to be checked for generated benchmarks only."""
-    root, url = server
+    root, url = http_server.root, http_server.base
     md5 = _beir_zip(root / "mini.zip", "mini")  # 2 judged test queries
     out = tmp_path / "data/beir/mini"
     with pytest.raises(contracts.DataError,

@@ -5,10 +5,10 @@ train_summary.json / a snapshot's snapshot.json record what actually ran."""
 from __future__ import annotations
 
 import json
-import time
 
 import pandas as pd
 import pytest
+from crash_injection import Crash, crash_after
 from safetensors.numpy import load_file
 
 from workflow_scripts.biencoder import trainer_state
@@ -30,26 +30,6 @@ def triples(tmp_path_factory):
     return path
 
 
-class _Crash(Exception):
-    pass
-
-
-def _crash_after(step: int, delay: float = 0.0):
-    """Stops the run like a kill once checkpoint `step` is saved (each step slowed by
-    `delay` seconds before it)."""
-    from transformers import TrainerCallback
-
-    class Crash(TrainerCallback):
-        def on_step_end(self, args, state, control, **kw):
-            time.sleep(delay)
-
-        def on_save(self, args, state, control, **kw):
-            if state.global_step >= step:
-                raise _Crash
-
-    return Crash()
-
-
 def _kw(tiny_model, triples, **settings):
     return dict(base=str(tiny_model), strategy="top", depth=2, seed=5,
                 settings=Train.from_json(json.dumps({**SETTINGS, **settings})),
@@ -65,15 +45,15 @@ def _same_weights(a, b) -> bool:
     return True
 
 
-@pytest.mark.slow
+@pytest.mark.workflow
 def test_killed_run_rerun_with_another_lr_trains_from_step_0(tiny_model, triples, tmp_path,
                                                             capsys):
     from workflow_scripts.biencoder.train import train
 
     ref, out = tmp_path / "ref", tmp_path / "out"
     reference = train(out_dir=ref, **_kw(tiny_model, triples, lr=2e-3))
-    with pytest.raises(_Crash):
-        train(out_dir=out, callbacks=[_crash_after(4)], **_kw(tiny_model, triples))
+    with pytest.raises(Crash):
+        train(out_dir=out, callbacks=[crash_after(4)], **_kw(tiny_model, triples))
     assert (tmp_path / "out.trainer" / "checkpoint-4").is_dir()
     capsys.readouterr()
     summary = train(out_dir=out, **_kw(tiny_model, triples, lr=2e-3))
@@ -107,7 +87,7 @@ def test_killed_run_rerun_with_another_lr_trains_from_step_0(tiny_model, triples
         assert prov["trained_with"]["seed"] == 5 and prov["evaluate"]["max_seq_length"] == 16
 
 
-@pytest.mark.slow
+@pytest.mark.workflow
 def test_summary_records_what_ran_and_the_whole_runs_seconds(tiny_model, triples, tmp_path):
     """fp32 on CPU (not the recipe's bf16), the data's identity, versions, the parameters
     trained (no pooler), and train_seconds over both parts of a resumed run."""
@@ -119,8 +99,8 @@ def test_summary_records_what_ran_and_the_whole_runs_seconds(tiny_model, triples
     from workflow_scripts.biencoder.train import train
 
     out = tmp_path / "out"
-    with pytest.raises(_Crash):  # 4 steps of >= 0.4 s, then killed
-        train(out_dir=out, callbacks=[_crash_after(4, delay=0.4)], **_kw(tiny_model, triples))
+    with pytest.raises(Crash):  # 4 steps of >= 0.4 s, then killed
+        train(out_dir=out, callbacks=[crash_after(4, delay=0.4)], **_kw(tiny_model, triples))
     summary = train(out_dir=out, **_kw(tiny_model, triples))
     assert summary["resumed_from"].endswith("checkpoint-4")
     assert summary["train_seconds"] >= 1.6

@@ -15,9 +15,9 @@ import yaml
 from conftest import ROOT
 from docutils.core import publish_parts
 from jinja2 import Environment
+from synthetic_scores import ladder_runs
 from test_curves import _grid as curve_grid
 from test_curves import _write as write_curve
-from test_ladder import synthetic_runs
 from test_stats_stage import _write_evals
 
 from workflow_scripts.biencoder import curves, stats
@@ -62,7 +62,7 @@ def study(tmp_path, interval: str, level: float) -> tuple[dict, dict]:
                                                                0.3)),
                              tmp_path / "curve_stats", Curves.from_config(config), curve_grid(),
                              threads=1))
-    paths, _ = synthetic_runs(tmp_path)
+    paths, _ = ladder_runs(tmp_path)
     rows, metas = ladder_stats.collect(paths)
     tables["ladder"] = ladder_stats.ladder_table(rows, metas, seed=0,
                                                  **{k: config["ladder"]["stats"][k]

@@ -14,6 +14,7 @@ import time
 import pandas as pd
 import pytest
 from conftest import docstring_study_data
+from crash_injection import Crash, crash_after, kill_at
 from safetensors.numpy import load_file
 
 from workflow_scripts.biencoder import evaluate
@@ -91,7 +92,6 @@ def _metrics(model_dir, bench) -> pd.DataFrame:
     return df
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["top", "matryoshka2d"])
 def test_killed_training_resumes_to_the_same_model(tiny_model, data, strategy, request,
                                                     capsys):
@@ -105,10 +105,8 @@ def test_killed_training_resumes_to_the_same_model(tiny_model, data, strategy, r
         train.main(args(ref))
 
     def slowed():  # each step slowed down, so that the job can be killed between checkpoints
-        from slow_train import StepDelay
-
         real_train = train.train
-        train.train = lambda **kw: real_train(**kw, callbacks=[StepDelay(0.4)])
+        train.train = lambda **kw: real_train(**kw, callbacks=[crash_after(None, delay=0.4)])
         train.main(args(out))
 
     pid = _fork(slowed)
@@ -153,23 +151,6 @@ def _assert_same_loss(resumed: dict, uninterrupted: dict) -> None:
     assert resumed["final_loss"] == uninterrupted["final_loss"]
 
 
-class _Crash(Exception):
-    pass
-
-
-def _crash_after(step: int):
-    """A trainer callback that stops the run like a kill, after checkpoint `step` is saved."""
-    from transformers import TrainerCallback
-
-    class Crash(TrainerCallback):
-        def on_save(self, args, state, control, **kw):
-            if state.global_step >= step:
-                raise _Crash
-
-    return Crash()
-
-
-@pytest.mark.slow
 def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(top_reference, data,
                                                                   capsys):
     """Issue #17: a truncated model.safetensors in the newest checkpoint used to fail every
@@ -180,8 +161,8 @@ def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(top_reference,
     ref, kw, _ = top_reference
     kw = {**kw, "eval_steps": EVAL_STEPS}
     out = data / "fallback-out"
-    with pytest.raises(_Crash):
-        train(out_dir=out, callbacks=[_crash_after(4)], **kw)
+    with pytest.raises(Crash):
+        train(out_dir=out, callbacks=[crash_after(4)], **kw)
     newest = data / "fallback-out.trainer" / "checkpoint-4" / "model.safetensors"
     newest.write_bytes(newest.read_bytes()[:100])  # truncated mid-write
     summary = train(out_dir=out, **kw)
@@ -192,7 +173,6 @@ def test_corrupted_newest_checkpoint_falls_back_to_the_one_before(top_reference,
     _assert_same_weights(ref, out)
 
 
-@pytest.mark.slow
 def test_a_stopped_adaptive_run_resumes_with_the_same_layer_draws(tiny_model, data):
     """The default study's train-once arm, stopped after checkpoint 4 and resumed by a new
     trainer (which seeds Python's RNG afresh before the checkpoint's state replaces it), ends
@@ -205,8 +185,8 @@ def test_a_stopped_adaptive_run_resumes_with_the_same_layer_draws(tiny_model, da
               triples=data / "t.parquet", checkpoint_every=2, eval_steps=EVAL_STEPS)
     ref, out = data / "adaptive-ref", data / "adaptive-out"
     reference = train(out_dir=ref, **kw)
-    with pytest.raises(_Crash):
-        train(out_dir=out, callbacks=[_crash_after(4)], **kw)
+    with pytest.raises(Crash):
+        train(out_dir=out, callbacks=[crash_after(4)], **kw)
     summary = train(out_dir=out, **kw)
     assert summary["resumed_from"].endswith("checkpoint-4")
     assert summary["loss"] == reference["loss"] and summary["loss"]["n_layers_per_step"] == 1
@@ -214,7 +194,6 @@ def test_a_stopped_adaptive_run_resumes_with_the_same_layer_draws(tiny_model, da
     _assert_same_weights(ref, out)
 
 
-@pytest.mark.slow
 def test_resume_past_a_missing_snapshot_trains_from_the_start(top_reference, data, capsys):
     """A trainer state past a snapshot step whose snapshot is not there (removed by hand;
     state left by a run with other eval_steps is dropped by its fingerprint, see
@@ -225,8 +204,8 @@ def test_resume_past_a_missing_snapshot_trains_from_the_start(top_reference, dat
     ref, kw, _ = top_reference
     kw = {**kw, "eval_steps": EVAL_STEPS}
     out = data / "lost-out"
-    with pytest.raises(_Crash):
-        train(out_dir=out, callbacks=[_crash_after(4)], **kw)
+    with pytest.raises(Crash):
+        train(out_dir=out, callbacks=[crash_after(4)], **kw)
     shutil.rmtree(data / "lost-out.trainer" / "snapshots" / "step3")
     summary = train(out_dir=out, **kw)
     assert "lacks: training from the start" in capsys.readouterr().out
@@ -234,7 +213,6 @@ def test_resume_past_a_missing_snapshot_trains_from_the_start(top_reference, dat
     _assert_same_weights(ref, out)
 
 
-@pytest.mark.slow
 def test_failed_retrain_leaves_no_partial_model_folder(tiny_model, data):
     """Issue #17: a failed retrain used to leave the old config, tokenizer and summary in the
     model folder without model.safetensors (which Snakemake removes before the job)."""
@@ -245,10 +223,10 @@ def test_failed_retrain_leaves_no_partial_model_folder(tiny_model, data):
     out.mkdir()
     (out / "config.json").write_text("{}")  # what the old model left
     (out / "train_summary.json").write_text("{}")
-    with pytest.raises(_Crash):
+    with pytest.raises(Crash):
         train(base=str(tiny_model), strategy="top", depth=2, seed=5,
               settings=Train.from_json(json.dumps(SETTINGS)), triples=data / "t.parquet",
-              out_dir=out, checkpoint_every=2, callbacks=[_crash_after(2)])
+              out_dir=out, checkpoint_every=2, callbacks=[crash_after(2)])
     assert not out.exists()
 
 
@@ -265,7 +243,7 @@ def test_loss_log_grid_divides_the_checkpoint_interval():
         run_mean_loss([{"step": 2, "loss": 1.0}], 4)
 
 
-# What the rerun says after a kill at each moment (tests/kill_train.py), and the checkpoint
+# What the rerun says after a kill at each moment (crash_injection.kill_at), and the checkpoint
 # it resumes from (None: from the start).
 KILL_MOMENTS = {
     "step": ("resuming from", "checkpoint-4"),
@@ -277,7 +255,6 @@ KILL_MOMENTS = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("moment", list(KILL_MOMENTS))
 def test_killed_at_any_moment_the_rerun_finishes_the_same_model(top_reference, tiny_model,
                                                                  data, moment, capsys):
@@ -286,16 +263,14 @@ def test_killed_at_any_moment_the_rerun_finishes_the_same_model(top_reference, t
     plain rerun with an uninterrupted run's model, bit for bit, and no *.tmp left. Before,
     a kill after the last checkpoint made every rerun train one step past the last and fail
     (`loss log ends at step 9, not at the last step 8`)."""
-    import kill_train
-
     from workflow_scripts.biencoder.train import main
 
     ref = top_reference[0]
     out = data / f"kill-{moment}" / "seed5"
     args = _train_args(tiny_model, data / "t.parquet", out)
 
-    def killed():  # as `python tests/kill_train.py MOMENT ARGS` does
-        kill_train.install(moment, out)
+    def killed():  # as `python tests/crash_injection.py MOMENT ARGS` does
+        kill_at(moment, out)
         main(args)
 
     assert _wait(_fork(killed)) == -signal.SIGKILL

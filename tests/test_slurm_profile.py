@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 from conftest import ROOT, job_counts, snakemake
 
@@ -25,6 +26,7 @@ def job_resources(output: str) -> list[tuple[str, str]]:
     return jobs
 
 
+@pytest.mark.workflow
 def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path,
                                                                        paper_hub_env):
     proc = snakemake(tmp_path, "-n", "--profile", str(ROOT / "profiles/slurm"),

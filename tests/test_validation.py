@@ -33,7 +33,7 @@ def test_scale_multiplies_the_trial_counts_with_a_floor():
     assert f"--cal-trials {run.MIN_TRIALS}" in table.command(1e-6)
 
 
-@pytest.mark.slow
+@pytest.mark.workflow
 def test_the_command_regenerates_the_marked_tables_at_a_tiny_scale(tmp_path, capsys):
     doc = tmp_path / "methods.md"
     doc.write_text("x\n<!-- validation: coverage-3-seeds -->\nSTALE\n<!-- /validation -->\n"

@@ -16,7 +16,6 @@ from tiny_study import TINY_BENCHMARKS, TINY_CLAIMS
 from workflow_scripts.core import contracts, provenance
 
 
-@pytest.mark.slow
 def test_tiny_study_runs_end_to_end(tiny_run):
     wd, cfg, proc = tiny_run
     counts = job_counts(proc.stdout + proc.stderr)
@@ -124,7 +123,6 @@ def _check_train_once_arm(wd) -> None:
     assert once.arm_layer_steps == 2 * 16 and top.arm_layer_steps == 2 * (8 + 16)
 
 
-@pytest.mark.slow
 def test_rerun_has_nothing_to_do(tiny_run):
     wd, cfg, _ = tiny_run
     proc = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "-n")
@@ -145,7 +143,6 @@ def _dry_edited(wd, cfg, tmp_path, edit) -> str:
     return _dry(wd, changed)
 
 
-@pytest.mark.slow
 def test_moved_study_has_nothing_to_do(tiny_run_copy):
     """Code inputs are relative to the workflow folder: a moved clone (the finished study
     copied to another folder) reruns nothing."""
@@ -170,7 +167,6 @@ IMPORTERS = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(IMPORTERS))
 def test_code_change_reruns_exactly_the_stages_that_import_it(tiny_run_copy, module):
     wd, cfg = tiny_run_copy
@@ -189,7 +185,6 @@ def test_code_change_reruns_exactly_the_stages_that_import_it(tiny_run_copy, mod
         assert "Nothing to be done" in _dry(wd, cfg)
 
 
-@pytest.mark.slow
 def test_added_seed_trains_only_the_new_seed(tiny_run, tmp_path):
     wd, cfg, _ = tiny_run
 
@@ -210,7 +205,6 @@ def test_added_seed_trains_only_the_new_seed(tiny_run, tmp_path):
     assert not any(r.startswith("ladder") for r in counts)
 
 
-@pytest.mark.slow
 def test_changed_setting_reruns_only_the_stages_that_read_it(tiny_run, tmp_path):
     wd, cfg, _ = tiny_run
     jobs = planned_jobs(_dry_edited(
@@ -221,7 +215,6 @@ def test_changed_setting_reruns_only_the_stages_that_read_it(tiny_run, tmp_path)
         rule for rule, _, _ in jobs}
 
 
-@pytest.mark.slow
 def test_changed_curve_settings_rerun_only_their_recipe_and_stage(tiny_run, tmp_path):
     wd, cfg, _ = tiny_run
     jobs = planned_jobs(_dry_edited(
@@ -240,7 +233,6 @@ def test_changed_curve_settings_rerun_only_their_recipe_and_stage(tiny_run, tmp_
     assert "stats" in counts  # r4's final models are retrained (identical, but new files)
 
 
-@pytest.mark.slow
 def test_changed_loss_setting_retrains_only_the_train_once_arm(tiny_run, tmp_path):
     """A train-once loss setting is a param of the arm's trainings only: the per-depth
     trainings of the same recipe stay."""
@@ -259,7 +251,6 @@ def test_changed_loss_setting_retrains_only_the_train_once_arm(tiny_run, tmp_pat
     assert not {"evaluate_trained", "evaluate_steps", "evaluate_base_one_pass"} & set(counts)
 
 
-@pytest.mark.slow
 def test_edited_claim_reruns_only_the_claims_their_figure_and_the_report(tiny_run, tmp_path):
     wd, cfg, _ = tiny_run
     table = pd.read_parquet(wd / "results/default/claims.parquet")
@@ -279,7 +270,6 @@ def test_edited_claim_reruns_only_the_claims_their_figure_and_the_report(tiny_ru
         "claims", "claims_figure", "usage", "report", "all"}
 
 
-@pytest.mark.slow
 def test_a_claim_edited_after_its_data_is_post_hoc(tiny_run_copy):
     """docs/claims.md, "Registered before their data": the edit is recorded when the run
     starts, the claims rerun, and the report marks that claim post hoc, the rest not."""
@@ -301,7 +291,6 @@ def test_a_claim_edited_after_its_data_is_post_hoc(tiny_run_copy):
     assert f"not covered by the error rate): {cid}." in md
 
 
-@pytest.mark.slow
 def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
     wd, cfg = tiny_run_copy
     queries = wd / "data/beir/tiny-a/queries.jsonl"
@@ -344,14 +333,12 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
         p.stat().st_mtime_ns == t for p, t in written.items())
 
 
-@pytest.mark.slow
 def test_html_report_builds(tiny_run_copy):
     wd, cfg = tiny_run_copy
     snakemake(wd, "--configfile", str(cfg), "--report", "results/default/report.html")
     assert (wd / "results/default/report.html").stat().st_size > 100_000
 
 
-@pytest.mark.slow
 def test_a_missing_artifact_is_rebuilt_with_what_is_made_from_it(tiny_run):
     """Every artifact the study promises is a target (study_plan.promised): deleting a
     per-query file, a stats table or a ladder run plans its rebuild and the aggregates after
@@ -379,7 +366,6 @@ def test_a_missing_artifact_is_rebuilt_with_what_is_made_from_it(tiny_run):
               + ", ".join(sorted({rule for rule, _, _ in planned})))  # pytest -s shows it
 
 
-@pytest.mark.slow
 def test_the_nan_remedy_as_written_gives_back_a_complete_study(tiny_run_copy):
     """docs/guide.md, "NaN or inf in a per-query file": the stats job stops naming the file
     (and Snakemake removes the stats tables); `rm FILE`, then `snakemake --cores 2`, gives

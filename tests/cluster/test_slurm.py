@@ -61,7 +61,6 @@ def runs(cluster, tmp_path_factory, request):
     return cfg, local, run
 
 
-@pytest.mark.slow
 def test_every_cluster_job_ran_through_slurm(runs):
     cfg, _, run = runs
     expected = slurmrun.slurm_outputs(cfg)
@@ -77,7 +76,6 @@ def test_every_cluster_job_ran_through_slurm(runs):
     assert sorted(j.comment for j in jobs) == slurmrun.expected_comments(cfg)
 
 
-@pytest.mark.slow
 def test_outputs_equal_a_local_run(runs):
     cfg, local, run = runs
     evals = sorted(f for f in slurmrun.slurm_outputs(cfg) if f.startswith("results/default/eval/"))
@@ -103,7 +101,6 @@ def test_outputs_equal_a_local_run(runs):
         assert _sha(f) == _sha(twin), twin
 
 
-@pytest.mark.slow
 def test_killed_training_is_retried_from_its_checkpoint(cluster, tiny_model, tmp_path):
     """Issue #17: kill a training job's process after a checkpoint (as the OOM killer or a
     failing node would): SLURM records the job FAILED, the profile's retry resumes from

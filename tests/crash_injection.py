@@ -1,17 +1,20 @@
-"""Fault-injection scaffolding for tests/test_resume.py: the training CLI, killed (SIGKILL,
-as a time limit or a failing node does: no cleanup runs) at a chosen moment. Production code
-knows nothing of it.
+"""Crash injection for the training tests (test scaffolding; production code knows nothing of
+it), the one home of every way a test stops or slows a training:
 
-    python tests/kill_train.py MOMENT <arguments of biencoder.train>
+- crash_after(step, delay): a trainer callback that stops the run like a kill (raises Crash)
+  once checkpoint `step` is saved; `delay`: seconds each step is slowed by first (step None:
+  only slowed, so that a test can kill the job between two checkpoints: tiny models train
+  too fast to catch otherwise).
+- kill_at(moment, out): the training CLI SIGKILLed (as a time limit or a failing node does:
+  no cleanup runs) at a chosen moment, installed in a process forked from the test's, which
+  has the imports already. MOMENT: step (inside step 5, before its optimizer step),
+  checkpoint (checkpoint-6 half written: weights and optimizer, no trainer_state.json),
+  snapshot (the step-5 snapshot written to its temporary folder, not renamed), final (the
+  final model written to its temporary folder, not renamed), removal-start (the model in
+  place, the trainer state not yet touched), removal-midway (the trainer state renamed for
+  removal and half deleted).
 
-(tests/test_resume.py calls `install` in a process forked from the test's, which has the
-imports already.)
-
-MOMENT: step (inside step 5, before its optimizer step), checkpoint (checkpoint-6 half
-written: weights and optimizer, no trainer_state.json), snapshot (the step-5 snapshot
-written to its temporary folder, not renamed), final (the final model written to its
-temporary folder, not renamed), removal-start (the model in place, the trainer state not yet
-touched), removal-midway (the trainer state renamed for removal and half deleted).
+By hand: python tests/crash_injection.py MOMENT <arguments of biencoder.train>
 """
 
 from __future__ import annotations
@@ -20,7 +23,26 @@ import os
 import shutil
 import signal
 import sys
+import time
 from pathlib import Path
+
+
+class Crash(Exception):
+    """What crash_after raises: the run stopped like a kill."""
+
+
+def crash_after(step: int | None, delay: float = 0.0):
+    from transformers import TrainerCallback
+
+    class CrashAfter(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            time.sleep(delay)
+
+        def on_save(self, args, state, control, **kw):
+            if step is not None and state.global_step >= step:
+                raise Crash
+
+    return CrashAfter()
 
 
 def die() -> None:
@@ -28,7 +50,7 @@ def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def install(moment: str, out: Path) -> None:
+def kill_at(moment: str, out: Path) -> None:
     from sentence_transformers import SentenceTransformer
     from transformers import Trainer, TrainerCallback
 
@@ -85,6 +107,6 @@ if __name__ == "__main__":
     from workflow_scripts.biencoder import train
 
     argv = sys.argv[2:]
-    install(sys.argv[1], Path(argv[argv.index("--out") + 1]))
+    kill_at(sys.argv[1], Path(argv[argv.index("--out") + 1]))
     train.main(argv)
     raise SystemExit("the training ended before the kill")
