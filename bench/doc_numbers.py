@@ -12,7 +12,7 @@ registered before its data), from results/adaptive_demo's claims_looks.parquet, 
 documents and registration; it is the
 whole block between docs/adaptive_seeds.md's `<!-- doc_numbers: adaptive-outcome -->` and
 `<!-- /doc_numbers -->`, compared exactly and replaced by --write. Not a test: the test suite
-runs none of these studies (tests/test_doc_numbers.py checks the formatter on synthetic
+runs none of these studies (tests/docs/test_doc_numbers.py checks the formatter on synthetic
 looks).
 """
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 # The tiny random-init models are test scaffolding: they live under tests/.
-sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests")]
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests" / "helpers")]
 
 
 def main() -> None:

@@ -1,12 +1,12 @@
-"""What the SLURM profile's evaluation groups save: the tiny cluster study (tests/cluster)
+"""What the SLURM profile's evaluation groups save: the tiny cluster study (tests/workflow/cluster)
 through `--profile profiles/slurm` with and without `groups:`, side by side in one run, on
-the test cluster of tests/cluster/up.sh. Prints per variant: SLURM jobs (sbatch calls, from
+the test cluster of tests/workflow/cluster/up.sh. Prints per variant: SLURM jobs (sbatch calls, from
 sacct), the time jobs waited in the queue (sum of start - submit), the time they ran (sum
 of elapsed) and the run's wall time.
 
-    bash tests/cluster/up.sh
+    bash tests/workflow/cluster/up.sh
     .venv/bin/python bench/slurm_groups.py [--repeats 1]
-    bash tests/cluster/down.sh
+    bash tests/workflow/cluster/down.sh
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests/cluster")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests/helpers"),
+                 str(ROOT / "tests/workflow/cluster")]
 import slurmrun  # noqa: E402
 from tiny_models import make_tiny_model  # noqa: E402
 from tiny_study import tiny_config  # noqa: E402

@@ -27,7 +27,7 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 # The helper modules (tiny_study, tiny_models, beir_fixtures, crash_injection, ...): one folder,
 # importable by name from every test folder, and run by path (launch_probe.py).
-HELPERS = TESTS
+HELPERS = TESTS / "helpers"
 # Snakemake through this interpreter: an entry script keeps the venv's path in its shebang,
 # which a moved clone no longer has.
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -42,16 +42,12 @@ sys.path[:0] = [str(ROOT), str(HELPERS),
 # (-m "not workflow"), and the guard below makes a test outside the marker fail the moment it
 # starts Snakemake or a training, so the split holds.
 WORKFLOW_DIRS = ("workflow",)
-WORKFLOW_FILES = ("test_adaptive_seeds.py", "test_config_dry_runs.py", "test_hub.py",
-                  "test_ladder_workflow.py", "test_laptop_sizing.py",
-                  "test_laptop_workflow.py", "test_one_job_per_model.py", "test_resume.py",
-                  "test_slurm.py", "test_train.py", "test_train_once.py", "test_workflow.py")
 
 
 def is_workflow_test(path: Path) -> bool:
     """Whether the tests in this file start Snakemake or train, by where the file lives."""
     rel = Path(path).resolve().relative_to(TESTS)
-    return rel.parts[0] in WORKFLOW_DIRS or rel.name in WORKFLOW_FILES
+    return rel.parts[0] in WORKFLOW_DIRS
 
 
 WORKFLOW_FIXTURES = {"tiny_run"}
@@ -181,7 +177,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory, tiny_model):
-    """The tiny study run once (tests/tiny_study.py): (workdir, config file, the snakemake
+    """The tiny study run once (tests/helpers/tiny_study.py): (workdir, config file, the snakemake
     process). Shared by every test that uses it: only read it; change a tiny_run_copy."""
     from tiny_study import run_tiny_study
 
@@ -238,7 +234,7 @@ def paper_hub_env(tmp_path_factory, tiny_model) -> dict[str, str]:
 
 @pytest.fixture
 def http_server(tmp_path):
-    """The local HTTP server (tests/local_http.py), started, serving tmp_path/www."""
+    """The local HTTP server (tests/helpers/local_http.py), started, serving tmp_path/www."""
     from local_http import LocalServer
 
     with LocalServer(tmp_path / "www") as server:

@@ -172,7 +172,8 @@ def assurance_table(studies: int) -> None:
 
 
 def pair_terms(seed: float, inter: float, noise: float, q: int, s: int = 3) -> list:
-    """The unpaired comparison's terms at their expectations (tests/test_seed_planning.py)."""
+    """The unpaired comparison's terms at their expectations
+    (tests/unit/stats/test_seed_planning.py)."""
     ms_seed = seed**2 + noise**2 / q
     return [*(vt.Term(f"seeds of {a}", "seeds", 1 / s, ms_seed, s - 1, s, a) for a in "ab"),
             vt.Term("examples of benchmark 0", "examples", 1 / q,

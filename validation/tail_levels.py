@@ -22,8 +22,8 @@ for the plug-in p (calibrated.py's t, before its tail calibration) and the repor
     .venv/bin/python -m validation.tail_levels [--studies 100000] [--exact-only] [--quick]
 
 A ratio above 1.1 beyond its Monte Carlo error is an excess; single-baseline arms reduce to
-the paired statistic of the differences (tests/test_tail_calibration.py); unpaired arms and
-borrowed seeds (two seed terms) are measured by validation/tail_levels_arms.py.
+the paired statistic of the differences (tests/unit/stats/test_tail_calibration.py); unpaired arms
+and borrowed seeds (two seed terms) are measured by validation/tail_levels_arms.py.
 """
 
 from __future__ import annotations

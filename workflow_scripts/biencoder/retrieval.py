@@ -6,7 +6,7 @@ then trec_eval's metrics. Every test query gets a row, also those scoring 0.
 
 Equal to BEIR (beir 2.2.0, EvaluateRetrieval + DenseRetrievalExactSearch, cos_sim): on the
 same embeddings, per-query NDCG@10, Recall@100 and MAP@100 are those BEIR computes and its
-5-decimal aggregates match (tests/test_beir_equivalence.py, bench/evaluate.py,
+5-decimal aggregates match (tests/unit/biencoder/test_beir_equivalence.py, bench/evaluate.py,
 docs/evaluation.md). Deliberate choices:
 
 - Metrics follow trec_eval (what pytrec_eval, and so BEIR, computes): ndcg_cut.10,

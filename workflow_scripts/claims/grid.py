@@ -30,9 +30,10 @@ from workflow_scripts.study_plan import claims_grid
 STUDY_AXES = {"biencoder": ("recipe", "strategy", "depth"), "ladder": ("config", "method", "k"),
               "latency": ("depth",), "curves": ("recipe", "strategy", "depth")}
 # Per-depth strategies (config/schema.yaml's `strategies`, biencoder/model/truncation.py;
-# tests/test_claims_grid.py holds them equal).
+# tests/unit/claims/test_claims_grid.py holds them equal).
 PER_DEPTH_STRATEGIES = ("top", "bottom", "alternate", "freeze")
-# core/contracts.py's METRICS and ladder.METHODS (tests/test_claims.py holds them equal).
+# core/contracts.py's METRICS and ladder.METHODS (tests/unit/claims/test_claims.py holds them
+# equal).
 METRICS = ("ndcg@10", "recall@100", "map@100", "mrr@10")
 LADDER_METHODS = ("bp", "fa", "dfa")
 IN_CONFIG = "in this config, which has"

@@ -157,7 +157,7 @@ def write_jsonl(path, rows) -> None:
 # BEIR format: corpus.jsonl ({_id, title, text}), queries.jsonl ({_id, text}),
 # qrels/test.tsv (query-id, corpus-id, score with a header line).
 # Our own reader instead of beir.datasets.data_loader: importing beir costs 12-14 s per
-# job on 2 cores. tests/test_contracts.py checks that both read the same data.
+# job on 2 cores. tests/unit/core/test_contracts.py checks that both read the same data.
 # ---------------------------------------------------------------------------------------
 def read_jsonl(path, required: tuple[str, ...]) -> list[dict]:
     rows = []

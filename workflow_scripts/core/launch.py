@@ -14,7 +14,7 @@ those once (`serve`, started by the Snakefile's onstart through `start_server`);
 `--preloaded` job whose environment names its socket (DEPTHLAB_PRELOAD) runs in a process
 forked from it. The job gets the client's argv, working directory, environment and file
 descriptors, and imports every workflow_scripts module afresh (the server imports none but
-this one), so it computes what a fresh process computes (tests/test_launch.py compares the
+this one), so it computes what a fresh process computes (tests/unit/core/test_launch.py compares the
 bytes). What a fork cannot change: modules imported by the server read their environment
 variables at import, so the server is started with the jobs' environment; each stage sets
 torch's threads itself (core/runtime.set_threads). A server named by DEPTHLAB_PRELOAD before

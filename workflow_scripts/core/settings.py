@@ -3,7 +3,7 @@
 Each field names the config key it comes from (`SECTION` + field name, or its own `key`).
 Defaults live in config/schema.yaml and config/ladder.schema.yaml only: a key missing from
 the config (or from a standalone CLI's `--settings-json`) takes the schema's default, and
-the classes declare none of their own (tests/test_settings.py holds both sides together).
+the classes declare none of their own (tests/unit/core/test_settings.py holds both sides together).
 
 Rules pass a stage its settings as one JSON argument, which is also the job's rerun
 trigger: each class holds exactly the keys its stage reads, so changing a setting reruns
@@ -153,7 +153,7 @@ class Settings:
                 root = schema("ladder" if keys[name].startswith("ladder.") else "")
                 # A validator object, not jsonschema.validate: that one first checks the
                 # schema against the metaschema, $defs included (~0.2 s per setting, paid
-                # by every job); tests/test_settings.py checks the schemas once.
+                # by every job); tests/unit/core/test_settings.py checks the schemas once.
                 sub = {**node, "$defs": root.get("$defs", {})}
                 validator = jsonschema.Draft202012Validator(sub)
                 try:

@@ -3,8 +3,8 @@ memory of the job's process, and its outputs; written by core/launch.py beside t
 name under results/<study>/benchmarks/) summed per rule into results/<study>/usage.parquet,
 for the report's table and for sizing a cluster's `mem_mb` / `runtime`.
 
-A job's log is logs/<study>/<rule>.log or logs/<study>/<rule>/... (tests/test_usage.py checks
-every rule),
+A job's log is logs/<study>/<rule>.log or logs/<study>/<rule>/... (tests/unit/core/test_usage.py
+checks every rule),
 so a record's first name is its rule: no list of rules or benchmark files is kept anywhere.
 Records of jobs the current plan no longer has (an edited config) are left out: only jobs
 with an output given as --planned count (and the looks, which the looks plan at run time).

@@ -11,7 +11,8 @@ seed), identity (frozen-stack check), stats (table, comparisons, cross-check), r
 runs and data never import torch.
 
 The names below are the study's vocabularies, imported by the Snakefile at parse time (this
-module imports nothing); config/ladder.schema.yaml's enums match them (tests/test_ladder.py).
+module imports nothing); config/ladder.schema.yaml's enums match them
+(tests/unit/ladder/test_ladder.py).
 """
 
 DATASETS = ("digits", "cifar10")

@@ -149,7 +149,7 @@ def decisions(terms_n: Sequence[Term], seed_values: np.ndarray, distance: np.nda
     terms_n the terms at n (terms_at: the example and residual terms as n seeds give them),
     seed_values [draws, seed terms] the seed terms' coef * ms drawn at n, distance [draws]
     the n-seed estimate's distance from the threshold. calibrated.total_variance and
-    calibrated_df, vectorised over draws (tests/test_seed_planning.py checks them equal);
+    calibrated_df, vectorised over draws (tests/unit/stats/test_seed_planning.py checks them equal);
     the tail calibration's level depends on the example terms only, one per n."""
     arms = cal._seed_arms(terms_n)  # (M, r, df) per seed term; M is drawn here instead
     examples = cal._example_terms(terms_n)

@@ -41,8 +41,8 @@ calibrated.py gives them): a statistic with one axis resampled (then it is exact
 or the example part alone, which has tens to hundreds of df).
 
 Imports numpy and scipy only. The plug-in is df_rule.variance_and_df, the rule calibrated.py
-applies, with the rule a `Reduced` carries (tests/test_tail_calibration.py checks the plug-in
-against calibrated.total_variance and calibrated_df).
+applies, with the rule a `Reduced` carries (tests/unit/stats/test_tail_calibration.py checks the
+plug-in against calibrated.total_variance and calibrated_df).
 """
 
 from __future__ import annotations

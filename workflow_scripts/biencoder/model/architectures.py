@@ -2,10 +2,10 @@
 (truncation by a depth strategy, freezing, pooling every depth from one forward pass) goes
 through, so that no other module spells a model's attribute paths.
 
-Every architecture here is checked on a tiny random-init model (tests/tiny_models.py): the
-kept layers per strategy and a saved cut reloading as itself (tests/test_models.py), the
-lean encoders equal to SentenceTransformer.encode and every depth from one pass equal to
-truncating (tests/test_encoder.py). Anything else is refused with an error naming its
+Every architecture here is checked on a tiny random-init model (tests/helpers/tiny_models.py): the
+kept layers per strategy and a saved cut reloading as itself (tests/unit/biencoder/test_models.py),
+the lean encoders equal to SentenceTransformer.encode and every depth from one pass equal to
+truncating (tests/unit/biencoder/test_encoder.py). Anything else is refused with an error naming its
 model_type (docs/architecture.md says how to add one).
 
 Imports nothing heavy: the config check reads layer counts through it.

@@ -18,7 +18,7 @@ pool as the folder's Pooling config says. Both give every depth of a model whose
 do not depend on depth (the untrained base, a model trained once for all depths) from one
 forward pass: encode_depths(texts, depths). `load_encoder` falls back to
 sentence-transformers for anything else (other pooling or modules, a default prompt,
-lower-casing by sentence-transformers). tests/test_encoder.py checks them against
+lower-casing by sentence-transformers). tests/unit/biencoder/test_encoder.py checks them against
 SentenceTransformer.encode on every architecture.
 """
 

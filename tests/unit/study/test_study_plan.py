@@ -1,0 +1,173 @@
+"""The study plan (workflow_scripts/study_plan.py) of every shipped config: the models,
+evaluations, runs, outputs and claims grid it plans, without Snakemake. The wiring (the rules
+make exactly what the plan says) is checked by one dry run per config in
+tests/workflow/test_config_dry_runs.py, and end to end by the tiny study."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from conftest import ROOT
+from snakemake.utils import update_config
+
+from workflow_scripts.claims import spec
+from workflow_scripts.study_config import check_config
+from workflow_scripts.study_plan import StudyPlan
+
+# Each shipped config as users run it (the adaptive demo stacks on the default).
+CONFIGS = {"default": ["config/config.yaml"], "laptop": ["config/laptop.yaml"],
+           "paper": ["config/paper.yaml"], "ladder": ["config/ladder.yaml"],
+           "adaptive_demo": ["config/config.yaml", "config/adaptive_demo.yaml"]}
+
+
+def load(files) -> dict:
+    """A config as Snakemake merges stacked --configfile files, checked and filled."""
+    cfg: dict = {}
+    for f in files:
+        update_config(cfg, yaml.safe_load((ROOT / f).read_text()))
+    check_config(cfg)
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, StudyPlan]:
+    return {name: StudyPlan(load(files)) for name, files in CONFIGS.items()}
+
+
+def expected_jobs(plan: StudyPlan) -> dict[str, int]:
+    """Jobs per rule, from the plan alone: one per model, evaluation job, ladder run, latency
+    run; one of each aggregate. What a dry run of the config must list."""
+    counts: dict[str, int] = {}
+    for rule, _ in plan.evaluation_jobs():
+        counts[rule] = counts.get(rule, 0) + 1
+    if plan.has_biencoder:
+        data = {"docstrings": "docstring_benchmark", "beir": "beir_download"}
+        for b in plan.benchmarks:
+            rule = data[plan.config["datasets"][b]["source"]]
+            counts[rule] = counts.get(rule, 0) + 1
+        train_rule = {"docstrings": "docstring_triples", "triples-jsonl-gz": "triples_download",
+                      "beir-train": "beir_train"}
+        counts[train_rule[plan.config["datasets"][plan.train_data]["source"]]] = 1
+        counts.update(train=len(plan.models()), latency_run=len(plan.latency_runs()),
+                      latency_summary=1, stats=1, compute=1, usage=1, report=1)
+        counts.update({f"figure_{name}": 1 for name in plan.figures()})
+        if plan.curve_recipes:
+            counts["curves"] = 1
+    if plan.has_ladder:
+        counts.update(ladder_prepare=1, ladder_train=len(plan.ladder_runs()),
+                      ladder_identity=1, ladder_stats=1, ladder_figure=1, ladder_summary=1)
+        if plan.ladder_standalone():
+            counts["ladder_standalone"] = len(plan.ladder_standalone())
+        if plan.ladder["dataset"]["name"] == "cifar10":
+            counts["ladder_download_cifar10"] = 1
+    if plan.has_claims:
+        counts.update(claims=1, claims_figure=1)
+        if plan.config.get("adaptive_seeds"):
+            counts.update(claims_look=1, claims_looks=1)  # look 0; the others after it ran
+    counts["all"] = 1
+    return counts
+
+
+# The jobs of each shipped config (fresh folder), as the plan counts them.
+EXPECTED_TOTALS = {"default": 198, "laptop": 65, "paper": 129, "ladder": 93,
+                   "adaptive_demo": 200}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_each_config_plans_its_jobs(plans, name):
+    assert sum(expected_jobs(plans[name]).values()) == EXPECTED_TOTALS[name]
+
+
+def test_paper_plan(plans):
+    p = plans["paper"]
+    # A: 1 seed, B-D: 3 seeds, E: 1 seed; x 4 depths; B-D's two train-once arms: 3 each
+    assert len(p.models()) == 20 + 2 * 3
+    assert {d for _, _, d, _ in p.models()} == {3, 6, 9, 12}
+    counts = expected_jobs(p)
+    # Every recipe has a learning curve: a model's snapshots and final weights in one job
+    assert counts["evaluate_steps"] == 20 * 3 and counts["evaluate_steps_train_once"] == 18
+    assert "evaluate_trained" not in counts and counts["evaluate_base_one_pass"] == 3
+    assert not p.has_ladder and p.has_claims
+
+
+def test_default_plan_paths(plans):
+    p = plans["default"]
+    assert "checkpoints/default/long/top3/seed44/model.safetensors" in p.model_files()
+    # a train-once arm trains once per seed, at the deepest depth, and is evaluated at all
+    assert "checkpoints/default/short/adaptive3/seed42/model.safetensors" in p.model_files()
+    assert "checkpoints/default/short/adaptive1/seed42/model.safetensors" not in p.model_files()
+    once = [o for r, o in p.evaluation_jobs() if r == "evaluate_train_once"]
+    assert once[0] == [f"results/default/eval/short/adaptive{d}/seed42/"
+                       f"{p.benchmarks[0]}.parquet" for d in (1, 2, 3)]
+    steps = [o for r, o in p.evaluation_jobs() if r == "evaluate_steps"]
+    assert steps[0] == [p.paths.EVAL_STEPS.format(recipe="long", strategy="top", depth=1,
+                                                  seed=42, benchmark=p.benchmarks[0]),
+                        p.paths.EVAL.format(recipe="long", strategy="top", depth=1, seed=42,
+                                            benchmark=p.benchmarks[0])]
+    # Every evaluation file is planned once, by one job.
+    files = [f for _, outs in p.evaluation_jobs() for f in outs]
+    assert len(files) == len(set(files))
+    assert set(files) == set(p.trained_eval_files() + p.base_eval_files()
+                             + p.curve_eval_files())
+
+
+def test_promised_outputs_include_what_the_aggregates_are_made_from(plans):
+    p = plans["default"]
+    promised = set(p.promised())
+    assert set(p.trained_eval_files()) <= promised and set(p.ladder_runs()) <= promised
+    assert set(p.latency_runs()) <= promised
+    assert {p.paths.STATS_TABLE.format(table="ci"), p.paths.CLAIMS_TABLE,
+            p.paths.RESULTS} <= promised
+    assert "results/default/figures/depth_ladder.png" in promised
+    # ...and the usage table sums every job's record but its own and the report's
+    assert set(p.measured()) >= set(p.model_files()) | set(p.data_files())
+    assert p.paths.USAGE not in p.measured() and p.paths.RESULTS not in p.measured()
+
+
+def test_each_shipped_study_has_its_own_folders(plans):
+    """Each shipped config names its own study; every file its plan writes lies in that
+    study's results/ or checkpoints/ folder, or in the shared data/."""
+    assert {name: p.paths.name for name, p in plans.items()} == {n: n for n in CONFIGS}
+    for p in plans.values():
+        own = (f"{p.paths.results}/", f"{p.paths.checkpoints}/", "data/")
+        assert all(f.startswith(own) for f in p.measured() + p.promised()), p.paths.name
+
+
+@pytest.mark.parametrize("other", ["laptop", "paper", "adaptive_demo"])
+def test_two_studies_write_no_file_in_common_but_data(plans, other):
+    """The default study and another in one clone: the other's plan writes none of the
+    default's files (models, evaluations, tables, figures, report); only data/ is shared."""
+    def written(p):
+        return set(p.measured()) | set(p.promised())
+
+    common = written(plans["default"]) & written(plans[other])
+    assert all(f.startswith("data/") for f in common), sorted(common)[:5]
+
+
+def test_the_plan_is_a_function_of_the_config_alone(plans, tmp_path, monkeypatch):
+    """No disk reads: the plan of a config is the same wherever (and whenever) it is made."""
+    monkeypatch.chdir(tmp_path)
+    again = StudyPlan(load(CONFIGS["default"]))
+    for method in ("models", "evaluation_jobs", "promised", "measured", "ladder_runs"):
+        assert getattr(again, method)() == getattr(plans["default"], method)()
+
+
+def test_the_claims_grid_is_the_plans(plans):
+    p = plans["default"]
+    grid = spec.Grid.from_dict(p.claims_grid())
+    assert grid == spec.grid_from_config(p.config)
+    assert grid.recipe_seeds == {r: list(s["seeds"]) for r, s in p.recipes.items()}
+    assert grid.latency_runs == p.config["latency"]["runs"]
+    assert {(a["recipe"], a["strategy"], a["depth"]) for a in grid.biencoder} == {
+        *p.trained_arms(), *(("base", s, d) for s in p.strategies for d in p.depths)}
+    lad = plans["ladder"]
+    assert len(spec.Grid.from_dict(lad.claims_grid()).ladder) == len(
+        {(w["arch"], w["method"], w["k"]) for w in lad.ladder_run_keys()})
+
+
+def test_a_partial_config_takes_the_schemas_default_latency_runs():
+    cfg = {"recipes": {"r": {"seeds": [1]}}, "depths": [1], "strategies": ["top"],
+           "benchmarks": ["b"]}
+    assert spec.grid_from_config(copy.deepcopy(cfg)).latency_runs == 3  # config/schema.yaml
