@@ -389,8 +389,8 @@ def claims_grid(config: dict, metrics=METRICS, ladder_methods=METHODS, layers: i
     the untrained base is the recipe `base`. Works on a partial config (tests, the claims
     CLI): a key it lacks takes the schema's default. layers: the base model's layer count
     where known (0: not known). settings: the values that decide a claim besides its arms
-    (claims/registration.py `config_values`), recorded when it is registered."""
-    from workflow_scripts.claims.registration import config_values  # parse time: core only
+    (core/deciding_keys.py `config_values`), recorded when it is registered."""
+    from workflow_scripts.core.deciding_keys import config_values
 
     bi = lat = curves = None
     benchmarks, datasets, seeds, runs, curve_metric = [], [], {}, 0, ""

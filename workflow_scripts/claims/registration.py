@@ -3,9 +3,9 @@ before its evaluations existed, so the workflow records each claim (its id, stat
 fingerprint of its whole config entry) the first time a run starts, with whether any of its
 input files already existed then, and with everything else that decides it: its arms' seeds
 (`arm_seeds`) and its analysis (`analysis`: the grid its members range over, the settings
-of the models they name, the metric, the CI level and the interval method: DECIDING_KEYS,
-the one list). The claims stage reads that record: a claim whose entry matches what the
-config says now and predates its data is `registered`; one added, edited or decided on
+of the models they name, the metric, the CI level and the interval method:
+core/deciding_keys.py's DECIDING_KEYS, the one list). The claims stage reads that record:
+a claim whose entry matches what the config says now and predates its data is `registered`; one added, edited or decided on
 another analysis after its data existed, or missing from the record, is `post hoc` and
 shown so (its verdict is not covered by the error rate). A grid edit that changes the arms a
 claim ranges over (`depth: all` with a depth fewer) decides it on the new grid, post hoc,
@@ -35,6 +35,13 @@ from pathlib import Path
 
 from workflow_scripts.core import contracts
 from workflow_scripts.core import settings as stage_settings
+from workflow_scripts.core.deciding_keys import (
+    ABSENT,
+    AXIS_KEYS,
+    BOOTSTRAP,
+    DECIDING_KEYS,
+    split_entry,
+)
 
 REGISTERED, POST_HOC = "registered", "post hoc"
 _KEPT = ("fingerprint", "registered_at", "before_data", "seeds", "analysis")  # in history
@@ -157,86 +164,6 @@ def arm_seeds(claim, grid) -> dict[str, list[int]]:
 # ---------------------------------------------------------------------------------------
 # The analysis: what decides a claim besides its config entry and its arms' seeds
 # ---------------------------------------------------------------------------------------
-# The keys of every training stage (core/settings.py: what changes a trained model), read
-# for each recipe a claim's trained arms name, each with its strategy's keys only
-# (train_settings: a train-once arm's loss settings too).
-_TRAINING = tuple(dict.fromkeys(
-    k for cls in (stage_settings.Train, *stage_settings.TRAIN_ONCE_SETTINGS.values())
-    for k in cls.keys().values()))
-# The one list of config keys whose values decide a claim, by the study its members read
-# (docs/claims.md, "Registered before their data"). `recipes.*`: each recipe its trained
-# arms name; `datasets.*`: the training data and each benchmark it reads (the whole entry).
-# A (key, interval key) pair counts only where that interval method draws bootstrap samples
-# (the calibrated t draws none). The grid the claim ranges over is recorded apart, as the
-# values its members take on each axis (AXIS_KEYS).
-_BI_STATS = ("stats.metric", "stats.interval", "stats.ci",
-             ("stats.nboot", "stats.interval"), ("stats.seed", "stats.interval"))
-DECIDING_KEYS: dict[str, tuple] = {
-    "biencoder": ("base_model", "train_data", "datasets.*", *_TRAINING, "eval.top_k",
-                  *_BI_STATS),
-    # The onset's p-value is a bootstrap's whatever the interval method.
-    "curves": ("base_model", "train_data", "datasets.*", *_TRAINING, "recipes.*.eval_steps",
-               "eval.top_k", "stats.metric", "stats.interval", "stats.ci", "stats.nboot",
-               "stats.seed", "stats.onset_epsilon"),
-    "ladder": ("ladder.dataset.name", *stage_settings.LadderData.keys().values(),
-               *stage_settings.LadderTrain.keys().values(), "ladder.stats.interval",
-               "ladder.stats.ci", ("ladder.stats.nboot", "ladder.stats.interval"),
-               ("ladder.stats.seed", "ladder.stats.interval")),
-    # The latency ratio's bootstrap, its protocol and coherence checks; the Holm level is
-    # stats.ci's.
-    "latency": ("base_model", "latency.runs", *dict.fromkeys(
-        [*stage_settings.LatencyProfile.keys().values(),
-         *stage_settings.LatencySummary.keys().values()]), "stats.ci"),
-}
-# The grid: each axis a claim's members range over, by the config key that sets it. A
-# ladder config is recorded with its shape (d, L: its rungs k); latency members read every
-# depth (the canonical ladder is fitted over all of them).
-AXIS_KEYS = {"recipe": "recipes", "strategy": "strategies", "depth": "depths",
-             "benchmark": "benchmarks", "config": "ladder.configs", "method": "ladder.methods"}
-_BOOTSTRAP = "multibootstrap"  # config/schema.yaml's interval methods: the other is calibrated
-
-
-def _keys(entry) -> tuple[str, str | None]:
-    return (entry, None) if isinstance(entry, str) else entry
-
-
-def config_values(config: dict) -> dict:
-    """Every value DECIDING_KEYS names in `config`, by concrete key (`recipes.short.lr`;
-    `ladder.configs`: {name: entry}), the schemas' defaults where the config leaves a key
-    out; a key neither gives is left out. The claims grid holds it (study_plan.claims_grid):
-    the registration and the claims stage read the same values."""
-    names = {"recipes": list(config.get("recipes") or {}),
-             "datasets": list(config.get("datasets") or {})}
-    out = {}
-    for entry in dict.fromkeys(e for entries in DECIDING_KEYS.values() for e in entries):
-        key = _keys(entry)[0]
-        head, _, tail = key.partition(".*")
-        for concrete in ([f"{head}.{n}{tail}" for n in names.get(head, ())] if tail or
-                         key.endswith(".*") else [key]):
-            value = _lookup(config, concrete, key)
-            if value is not _ABSENT:
-                out[concrete] = value
-    if "ladder" in config:
-        out["ladder.configs"] = {c["name"]: c for c in config["ladder"].get("configs", [])}
-    return out
-
-
-_ABSENT = object()
-
-
-def _lookup(config: dict, concrete: str, key: str):
-    node = config
-    for part in concrete.split("."):
-        if not isinstance(node, dict) or part not in node:
-            try:
-                node = stage_settings.schema_node(key)[0]
-            except KeyError:
-                return _ABSENT
-            return node.get("default", _ABSENT)
-        node = node[part]
-    return node
-
-
 def analysis(claim, grid) -> dict:
     """What decides the parsed claim (claims/spec.py Claim) on `grid` besides its config
     entry and seeds: the values its members take on each grid axis (AXIS_KEYS; benchmark
@@ -268,8 +195,8 @@ def analysis(claim, grid) -> dict:
         trained = {(k[0], k[1]) for k in arms if study in ("biencoder", "curves")}
         datasets = [values.get("train_data"), *out.get("benchmarks", ())]
         for entry in DECIDING_KEYS[study]:
-            key, interval = _keys(entry)
-            if key in out or (interval and values.get(interval) != _BOOTSTRAP):
+            key, interval = split_entry(entry)
+            if key in out or (interval and values.get(interval) != BOOTSTRAP):
                 continue
             if key.startswith("recipes.*"):
                 picked = {key.replace("*", r, 1) for r, s in trained
@@ -305,14 +232,14 @@ def changes(recorded: dict | None, now: dict) -> list[str]:
 def _differences(key: str, old, new) -> list[str]:
     if isinstance(old, dict) and isinstance(new, dict):
         return [line for k in dict.fromkeys([*old, *new])
-                if old.get(k, _ABSENT) != new.get(k, _ABSENT)
-                for line in _differences(f"{key}.{k}", old.get(k, _ABSENT),
-                                         new.get(k, _ABSENT))]
+                if old.get(k, ABSENT) != new.get(k, ABSENT)
+                for line in _differences(f"{key}.{k}", old.get(k, ABSENT),
+                                         new.get(k, ABSENT))]
     return [f"{key} ({_value_text(old)} -> {_value_text(new)})"]
 
 
 def _value_text(value) -> str:
-    if value is _ABSENT:
+    if value is ABSENT:
         return "none"
     if isinstance(value, list):
         return "[" + ", ".join(map(str, value)) + "]"

@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 import pytest
+from conftest import ROOT
 
 from workflow_scripts.claims import registration as reg
 from workflow_scripts.claims import render
@@ -499,9 +500,8 @@ def test_a_dry_run_says_which_claims_an_edit_makes_post_hoc(tmp_path):
 def test_docs_name_every_registered_key():
     """docs/claims.md's table of what an entry records names each key of the one list (a
     group as `section.*`, the training stages' keys by their last part)."""
-    from pathlib import Path
 
-    doc = (Path(__file__).parents[1] / "docs/claims.md").read_text(encoding="utf-8")
+    doc = (ROOT / "docs/claims.md").read_text(encoding="utf-8")
     section = doc[doc.index("The entry keeps the claim's analysis"):]
     section = section[:section.index("\n## ")]
     for entries in reg.DECIDING_KEYS.values():
