@@ -4,12 +4,12 @@ fingerprint of its whole config entry) the first time a run starts, with whether
 input files already existed then, and with everything else that decides it: its arms' seeds
 (`arm_seeds`) and its analysis (`analysis`: the grid its members range over, the settings
 of the models they name, the metric, the CI level and the interval method:
-core/deciding_keys.py's DECIDING_KEYS, the one list). The claims stage reads that record:
-a claim whose entry matches what the config says now and predates its data is
-`registered`; one added, edited or decided on another analysis after its data existed, or missing from the record, is `post hoc` and
-shown so (its verdict is not covered by the error rate). A grid edit that changes the arms a
-claim ranges over (`depth: all` with a depth fewer) decides it on the new grid, post hoc,
-never silently on a narrower question.
+core/deciding_keys.py's DECIDING_KEYS, the one list). The claims stage reads that record: a
+claim whose entry matches what the config says now and predates its data is `registered`;
+one added, edited or decided on another analysis after its data existed, or missing from
+the record, is `post hoc` and shown so (its verdict is not covered by the error rate). A
+grid edit that changes the arms a claim ranges over (`depth: all` with a depth fewer)
+decides it on the new grid, post hoc, never silently on a narrower question.
 
 With seeds on demand the record holds the whole look plan too (claims/looks/plan.py: the
 driving claims, the budget, the spending, each look's seeds and level), registered before
