@@ -23,12 +23,18 @@ the share of the planned decided at n (with its Monte Carlo sd) for the assured 
 coin-flip count, and the assured count's 10/25/50/75/90% quantiles. Plans beyond 3,000
 seeds are not followed (counted).
 
+At a fixed effect (--fixed). The same paired studies at a true effect of 1 or 2 sds of the
+3-seed estimate, beside the uniform +-4 the planner averages over: the share decided at the
+assured n, overall and by the count planned (4-9, 10-30, above 30), and for a plan at the
+estimate's one-sd lower bound (none where that bound is at the threshold or past it).
+
 Power. Two arms with independent seeds on the same examples (each its own arm x example
 effect), delta = 0.01, two-sided alpha = 0.05: the seeds per arm seeds_for_delta plans from
 the true components, against the formula before (2 v_seed / n, no interaction), each
 simulated with calibrated.compare's unpaired test.
 
     nice -n 10 .venv/bin/python -m validation.seed_assurance [--studies 1000] [--power 2000]
+    nice -n 10 .venv/bin/python -m validation.seed_assurance --fixed [--studies 2000]
 """
 
 from __future__ import annotations
