@@ -68,6 +68,7 @@ TABLES = {
     "sequential-focus": Table("sequential", ("--focus",),
                               {"--studies": 20_000, "--power-studies": 4_000}),
     "seed-assurance": Table("seed_assurance", (), {"--studies": 1_000, "--power": 2_000}),
+    "seed-assurance-fixed": Table("seed_assurance", ("--fixed",), {"--studies": 2_000}),
     "equivalence-refute": Table("equivalence_refute", (), {"--studies": 20_000}, fenced=True),
 }
 

@@ -23,12 +23,18 @@ the share of the planned decided at n (with its Monte Carlo sd) for the assured 
 coin-flip count, and the assured count's 10/25/50/75/90% quantiles. Plans beyond 3,000
 seeds are not followed (counted).
 
+At a fixed effect (--fixed). The same paired studies at a true effect of 1 or 2 sds of the
+3-seed estimate, beside the uniform +-4 the planner averages over: the share decided at the
+assured n, overall and by the count planned (4-9, 10-30, above 30), and for a plan at the
+estimate's one-sd lower bound (none where that bound is at the threshold or past it).
+
 Power. Two arms with independent seeds on the same examples (each its own arm x example
 effect), delta = 0.01, two-sided alpha = 0.05: the seeds per arm seeds_for_delta plans from
 the true components, against the formula before (2 v_seed / n, no interaction), each
 simulated with calibrated.compare's unpaired test.
 
     nice -n 10 .venv/bin/python -m validation.seed_assurance [--studies 1000] [--power 2000]
+    nice -n 10 .venv/bin/python -m validation.seed_assurance --fixed [--studies 2000]
 """
 
 from __future__ import annotations
@@ -219,15 +225,99 @@ def power_table(studies: int) -> None:
               f"{simulated_power(case, sd, old, studies)} |", flush=True)
 
 
+# ---------------------------------------------------------------------------------------
+# At a fixed effect: the promise is an average over effects; what does a plan give at one?
+# ---------------------------------------------------------------------------------------
+# The true effect in sds of the 3-seed estimate (sd_at(sd, START)); None: uniform over +-4
+# of them, the studies like this one the promise is an average over (for comparison)
+FIXED_SDS = (None, 1.0, 2.0)
+PLAN_BINS = ((4, 9), (10, 30), (31, FOLLOW_MAX))  # the assured counts, grouped
+ONE_SD = 0.6827  # a two-sided 68% interval: its half-width is about one sd
+
+
+def follow_fixed(regime: str, sds: float | None, studies: int) -> dict:
+    """Paired studies at a fixed true effect of `sds` sds of the 3-seed estimate (None:
+    uniform over +-4 of them, as the planner's "like this one" averages): each
+    inconclusive at 3 plans (seeds_for_assurance at its estimate, the claims' plan; and the
+    same at the estimate's one-sd lower bound, |estimate| - its 68% half-width, none where
+    that is at or below 0), gets the planned seeds and is decided again."""
+    sd = REGIMES[regime]
+    rng = model.rng_for(regime, "fixed sds", sds)
+    out = {"inconclusive": 0, "unreachable": 0, "beyond": 0, "assured": [], "coin": [],
+           "bins": {b: [] for b in PLAN_BINS}, "lower": [], "lower none": 0}
+    for _ in range(studies):
+        k = rng.uniform(-4, 4) if sds is None else sds
+        rows = study(rng, sd, k * sd_at(sd, START), "paired")
+        a, b = rows(START)
+        if verdict(a, b, "paired") != "inconclusive":
+            continue
+        out["inconclusive"] += 1
+        r = cal.compare(a, b, design="paired")
+        plan = sp.seeds_for_assurance(r.terms, abs(r.estimate))
+        low_margin = abs(r.estimate) - cal.half_width(r.terms, ONE_SD)
+        low = (sp.seeds_for_assurance(r.terms, low_margin).seeds if low_margin > 0 else None)
+        out["lower none"] += low is None
+        if plan.seeds is None:
+            out["unreachable"] += 1
+            continue
+        coin = max(plan.at_margin, START + 1)
+        most = max(plan.seeds, coin, low or 0)
+        if most > FOLLOW_MAX:
+            out["beyond"] += 1
+            continue
+        more = rows(most - START)
+        full_a, full_b = np.vstack([a, more[0]]), np.vstack([b, more[1]])
+
+        def decided(n: int, a=full_a, b=full_b) -> bool:
+            return verdict(a[:n], b[:n], "paired") != "inconclusive"
+
+        out["assured"].append(decided(plan.seeds))
+        out["coin"].append(decided(coin))
+        for lo, hi in PLAN_BINS:
+            if lo <= plan.seeds <= hi:
+                out["bins"][(lo, hi)].append(out["assured"][-1])
+        if low is not None:
+            out["lower"].append(decided(low))
+    return out
+
+
+def fixed_table(studies: int) -> None:
+    print(f"## At a fixed effect (paired, {Q} examples; {studies} studies per cell)\n")
+    bins = " | ".join(f"assured n {lo}–{hi}: decided %" if hi < FOLLOW_MAX
+                      else f"assured n > {lo - 1}: decided %" for lo, hi in PLAN_BINS)
+    print("| regime | true effect (sds of the 3-seed estimate) | inconclusive at 3 | "
+          f"unreachable | decided at assured n % | at coin-flip n % | {bins} | "
+          "planned at the 1-sd lower bound: none % / decided % |")
+    print("|---|---|---|---|---|---|" + "---|" * len(PLAN_BINS) + "---|")
+    for regime in ("seeds dominate", "balanced"):
+        for sds in FIXED_SDS:
+            t0 = time.perf_counter()
+            o = follow_fixed(regime, sds, studies)
+            base = max(o["inconclusive"], 1)
+            cells = " | ".join(f"{share(o['bins'][b])} ({len(o['bins'][b])})"
+                               for b in PLAN_BINS)
+            truth = "uniform ±4 (like this one)" if sds is None else f"{sds:g}"
+            print(f"| {regime} | {truth} | {o['inconclusive']} | "
+                  f"{100 * o['unreachable'] / base:.0f}% | {share(o['assured'])} | "
+                  f"{share(o['coin'])} | {cells} | {100 * o['lower none'] / base:.0f}% / "
+                  f"{share(o['lower'])} |", flush=True)
+            print(f"<!-- {time.perf_counter() - t0:.0f} s -->", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--studies", type=int, default=1000, help="studies per assurance cell")
     ap.add_argument("--power", type=int, default=2000, help="studies per power cell")
+    ap.add_argument("--fixed", action="store_true",
+                    help="only the table at fixed effects (--studies per cell)")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    power_table(a.power)
-    print()
-    assurance_table(a.studies)
+    if a.fixed:
+        fixed_table(a.studies)
+    else:
+        power_table(a.power)
+        print()
+        assurance_table(a.studies)
     print(f"\n{time.perf_counter() - t0:.0f} s wall")
 
 

@@ -42,22 +42,17 @@ def test_readme_claims_row_is_what_the_report_prints():
     est = re.fullmatch(rf"{NUM} \[{NUM}, {NUM}\]", estimate)
     level = re.fullmatch(r"(\d+)% (\w+)", ci)
     ps = re.fullmatch(rf"support {NUM}; refute {NUM}", p)
-    # The notes: the planner's count as render.py words it, or the row's note (decide.py's
-    # "seeds to settle it ...: unreachable" where no count reaches the assurance).
-    seeds = re.fullmatch(r"(\d+) seeds per arm would settle it at α = ([\d.]+)", notes)
-    unreachable = re.fullmatch(r"seeds to settle it in (\d+)% of studies like this one: "
-                               r"unreachable \(unlimited seeds: \d+%\)", notes)
-    assert est and level and ps and (seeds or unreachable), row
-    assert seeds or int(unreachable[1]) / 100 == ASSURANCE, "not the planner's assurance"
+    # The notes: the seed plan's sentence as claims/advice.py words it (decide.py's note).
+    plan = re.match(r"(No number of seeds settles it|\d+ seeds per arm would settle it) at "
+                    rf"α(/\d+)? = [\d.]+ in {ASSURANCE:.0%} of studies like this one", notes)
+    assert est and level and ps and plan, row
     rec = {"claim": cid, "statement": statement, "row": "claim", "member": member,
            "test": claim["test"], "threshold": float(claim.get("threshold", 0.0)),
            "epsilon": math.nan, "estimate": float(est[1]), "ci_low": float(est[2]),
            "ci_high": float(est[3]), "ci": int(level[1]) / 100, "interval": level[2],
            "verdict": verdict.strip("*"), "p_support_holm": float(ps[1]),
            "p_refute_holm": float(ps[2]),
-           "seeds_needed": float(seeds[1]) if seeds else math.nan,
-           "alpha": float(seeds[2]) if seeds else 0.025, "caveats": "",
-           "note": "" if seeds else notes}
+           "seeds_needed": math.nan, "alpha": 0.025, "caveats": "", "note": notes}
     printed = render.markdown(pd.DataFrame([rec])).splitlines()
     assert header in printed, "README.md's claims header is not claims.md's"
     assert row in printed, f"claims/render.py prints\n{printed[-1]}\nwhere README.md has\n{row}"

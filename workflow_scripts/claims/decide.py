@@ -32,14 +32,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from workflow_scripts.claims import advice
 from workflow_scripts.claims.contrast import Contrast, compare, contrast, fieller, seeds_needed
 from workflow_scripts.claims.data import Data, MissingInput
 from workflow_scripts.claims.latency import decide_latency
 from workflow_scripts.claims.onset import decide_onset
 from workflow_scripts.claims.spec import Claim, Member
-from workflow_scripts.core import notation
 from workflow_scripts.core.settings import Claims
-from workflow_scripts.stats import intervals, seed_planning
+from workflow_scripts.stats import intervals
 
 COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "test",
            "threshold", "epsilon", "benchmark", "metric", "estimate", "ci_low", "ci_high", "ci",
@@ -253,17 +253,12 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
         if r["verdict"] == "inconclusive" and plan is not None:
             # supported needs every member at alpha (intersection-union), refuted one member
             # at Holm's first level alpha / m: a member leaning to refute is planned there
-            level = intervals.alpha_of(ci[m.study])
+            level, holm_m = intervals.alpha_of(ci[m.study]), 1
             if len(live) > 1 and r.get("p_refute", math.nan) < r.get("p_support", math.nan):
-                level /= len(live)
-            r.update(seeds_needed(plan, intervals.ci_of(level)))
-            if math.isnan(r["seeds_at_margin"]):  # a finite count: render says it
-                r["note"] = (f"seeds to settle it: {notation.UNREACHABLE} (the examples "
-                             "limit it)")
-            elif math.isnan(r["seeds_needed"]):
-                r["note"] = (f"seeds to settle it in {seed_planning.ASSURANCE:.0%} of studies "
-                             f"like this one: {notation.UNREACHABLE} (unlimited seeds: "
-                             f"{r['seeds_share']:.0%})")
+                holm_m = len(live)
+            r.update(seeds_needed(plan, intervals.ci_of(level / holm_m)))
+            r["note"] = advice.seeds_note(r["seeds_needed"], r["seeds_share"],
+                                          r["seeds_at_margin"], level, holm_m, m.test)
         out.append({"claim": claim.id, "statement": claim.statement, "row": "member",
                     "member": m.label, "part": m.part, "study": m.study,
                     "estimand": m.estimate, "test": m.test,

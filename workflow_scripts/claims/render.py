@@ -24,7 +24,7 @@ import math
 
 import pandas as pd
 
-from workflow_scripts.claims import VERDICTS
+from workflow_scripts.claims import VERDICTS, advice
 from workflow_scripts.claims.table import (
     FRAGILE,
     ONSET_TESTS,
@@ -42,7 +42,6 @@ from workflow_scripts.claims.table import (
 from workflow_scripts.claims.table import num as _num
 from workflow_scripts.claims.table import text as _text
 from workflow_scripts.core import contracts, notation
-from workflow_scripts.stats.seed_planning import ASSURANCE
 
 # ---------------------------------------------------------------------------------------
 # Small formatters (the report's notation: core/notation.py)
@@ -64,16 +63,9 @@ md_table = notation.pipe_table  # a pipe table of already formatted cells
 
 
 def notes(rec: dict) -> str:
-    """Caveats, the decider's note and, for an inconclusive claim, the seeds that would
-    settle it at the level α its row was decided at (claims/decide.py plans the count
-    there); a look of seeds on demand plans at the most lenient look left's (claims/looks/run.py),
-    so the two counts can differ: both say their α."""
+    """Caveats and the decider's note: for an inconclusive claim, the seed plan's sentence
+    (claims/advice.py, written by claims/decide.py at the level it planned at)."""
     parts = [_text(rec.get("caveats")).strip(), _text(rec.get("note")).strip()]
-    seeds, alpha = _num(rec.get("seeds_needed")), _num(rec.get("alpha"))
-    if _text(rec.get("verdict")) == "inconclusive" and math.isfinite(seeds):
-        n = int(math.ceil(seeds))
-        level = f" at α = {alpha:.3g}" if math.isfinite(alpha) else ""
-        parts.append(f"{n} seed{'s' * (n != 1)} per arm would settle it{level}")
     return "; ".join(p for p in parts if p) or "–"
 
 
@@ -158,10 +150,7 @@ def rules_text(claims: list[dict]) -> str:
            "distribution of the step after which the learning curve first falls more than ε "
            "below its running best: p is the share of samples outside the claimed steps."
            if any(_text(c.get("test")) in ONSET_TESTS for c in claims) else "")
-        + (f" \"n seeds per arm would settle it\": the fewest seeds per arm at which the claim "
-           f"is decided in at least {ASSURANCE:.0%} of studies like this one (its true effect "
-           "unknown, its seed variance known only to its seeds' degrees of freedom; "
-           "docs/methods.md, \"The planner\")."
+        + (f" {advice.MEANING}."
            if any(math.isfinite(_num(c.get("seeds_needed"))) for c in claims) else ""))
 
 

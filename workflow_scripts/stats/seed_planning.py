@@ -192,9 +192,11 @@ def seeds_for_assurance(terms: Sequence[Term], margin: float, ci: float = 0.95,
                      the n seeds' mean square, the old seeds' part known
 
     and the example and residual terms as terms_at gives them (hundreds of df: known). The
-    share is over DRAWS fixed Sobol draws (decided_share). None where seeds_for_margin finds
-    no n (the examples limit it: the looks stop there) or the share stays below `assurance`
-    up to MAX_SEEDS (more seeds alone would not settle it reliably)."""
+    share is over DRAWS fixed Sobol draws (decided_share): an average over the true effects
+    the flat prior allows, not a promise at any one (docs/methods.md, "At a fixed effect").
+    None where seeds_for_margin finds no n (the examples limit it: the looks stop there) or
+    the share stays below `assurance` up to MAX_SEEDS (more seeds alone would not settle it
+    reliably)."""
     check_open_unit("ci", ci)
     check_open_unit("assurance", assurance)
     at_margin = seeds_for_margin(terms, margin, ci)

@@ -196,6 +196,9 @@ def test_a_family_member_is_planned_at_the_level_that_decides_it(shift, holm):
     assert member["verdict"] == single["verdict"] == "inconclusive"
     assert member["p_refute"] == pytest.approx(single["p_refute"])
     assert (member["seeds_needed"] > single["seeds_needed"]) == holm
+    # ...and its note names the level it was planned at (claims/advice.py)
+    assert ("at α/3 = 0.00833" in member["note"]) == holm
+    assert "at α = 0.025" in single["note"]
     if not holm:
         assert member["seeds_needed"] == single["seeds_needed"]
 

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from workflow_scripts.claims import forest, render
+from workflow_scripts.claims import advice, forest, render
 
 NAN, INF = math.nan, math.inf
 BASE = {"part": 1, "study": "biencoder", "estimand": "difference", "threshold": NAN,
@@ -76,12 +76,10 @@ def test_markdown_lists_every_claim_and_its_members():
     assert "> 0.0000" in md and "< 1.0000" in md and "\\|δ\\| < 0.0100" in md
     assert "= 0.3500 (published)" in md and "coherence checks" in md
     assert "0.0030 (refute)" in md
-    assert "14 seeds per arm would settle it at α = 0.025" in md
-    # ...and the rules say what that count promises (seed_planning.ASSURANCE)
-    assert ("\"n seeds per arm would settle it\": the fewest seeds per arm at which the claim "
-            "is decided in at least 80% of studies like this one") in md
-    no_count = table.assign(seeds_needed=float("nan"))
-    assert "would settle it\": the fewest" not in render.markdown(no_count)
+    assert "CI straddles 0" in md  # the note (decide.py writes the seed plan's sentence there)
+    # ...and the rules say what a count promises (claims/advice.py), where a row has one
+    assert advice.MEANING in md
+    assert advice.MEANING not in render.markdown(table.assign(seeds_needed=float("nan")))
     assert "no depth 2 in this config" in md
     assert "<details><summary>budget-helps: members</summary>" in md
     assert md.count("<details>") == 1  # single-member claims have no members block

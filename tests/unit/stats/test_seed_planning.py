@@ -251,3 +251,16 @@ def test_the_stats_stage_plans_delta_from_a_pair():
     assert plan["arm_example_sd"] == pytest.approx(math.sqrt(2) * INTERACTION, rel=0.2)
     pair = cal.compare(a, b, design="unpaired", ci=0.95)
     assert plan["seeds_for_delta"] == sp.seeds_for_delta(pair.terms, DELTA)
+
+
+def test_the_fixed_effect_study_follows_and_groups_every_plan():
+    """validation/seed_assurance.py --fixed at a tiny scale: every inconclusive study is
+    unreachable, beyond the follow limit or followed, and each followed plan falls in exactly
+    one group of counts (the docs' table reads its shares by group)."""
+    from validation import seed_assurance as sa
+
+    o = sa.follow_fixed("seeds dominate", 1.0, 12)
+    followed = len(o["assured"])
+    assert o["inconclusive"] == followed + o["unreachable"] + o["beyond"] > 0
+    assert sum(len(v) for v in o["bins"].values()) == followed == len(o["coin"])
+    assert len(o["lower"]) + o["lower none"] <= o["inconclusive"]
