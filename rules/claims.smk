@@ -9,7 +9,14 @@ from workflow_scripts.claims.layout import input_files as claim_inputs
 
 CLAIM_GRID = claim_spec.Grid.from_dict(PLAN.claims_grid())
 CLAIMS = claim_spec.parse(config["claims"], CLAIM_GRID)
-CLAIM_GRID_JSON = json.dumps(CLAIM_GRID.to_dict(), sort_keys=True)
+# The grid as the claims rule's param, with only the settings some claim reads.
+CLAIM_GRID_JSON = json.dumps(
+    {
+        **CLAIM_GRID.to_dict(),
+        "settings": claim_registration.read_settings(CLAIMS, CLAIM_GRID),
+    },
+    sort_keys=True,
+)
 # Claims follow the grid: one naming what an edited grid lacks is not-applicable, said here.
 for _warning in claim_spec.not_applicable_warnings(CLAIMS):
     print(_warning, file=sys.stderr)

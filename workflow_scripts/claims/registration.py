@@ -210,6 +210,15 @@ def analysis(claim, grid) -> dict:
     return json.loads(json.dumps(out, default=str))  # as the record reads it back
 
 
+def read_settings(claims, grid) -> dict:
+    """grid.settings cut to the values some claim's analysis reads, with the interval keys
+    that say whether a bootstrap's nboot and seed count: the claims rule's param, so that a
+    key no claim reads reruns nothing (the registration reads the same values)."""
+    keep = {k for c in claims for k in analysis(c, grid)}
+    keep |= {split_entry(e)[1] for entries in DECIDING_KEYS.values() for e in entries}
+    return {k: v for k, v in grid.settings.items() if k in keep}
+
+
 def _merged(a, b):
     if a is None:
         return b

@@ -187,7 +187,8 @@ def test_checks_catch_failures_wrong_partition_missing_gpu_and_unaccounted_jobs(
 
 
 def test_log_outputs_reads_the_output_lines_of_a_slurm_log():
-    log = ("rule train:\n    input: x\n    output: checkpoints/r1/top1/seed1/model.safetensors\n"
-           "    jobid: 3\nrule evaluate_trained:\n    output: a.parquet, b.parquet\n")
+    log = ("rule train:\n    input: x\n"
+           "    output: checkpoints/default/r1/top1/seed1/model.safetensors\n    jobid: 3\n"
+           "rule evaluate_trained:\n    output: a.parquet, b.parquet\n")
     assert slurmrun.log_outputs(log) == {"checkpoints/default/r1/top1/seed1/model.safetensors",
                                          "a.parquet", "b.parquet"}

@@ -248,7 +248,7 @@ def main(argv=None) -> None:
     ap.add_argument("--adaptive-json", help="core/settings.py Looks as JSON")
     ap.add_argument("--look", type=int)
     ap.add_argument("--previous", help="the previous look's document (looks after the first)")
-    ap.add_argument("--results", required=True, help="the study's results folder")
+    ap.add_argument("--results", help="the study's results folder (a look)")
     ap.add_argument("--gather", nargs="+", help="look documents -> one table (--out)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--threads", type=int)
@@ -256,8 +256,9 @@ def main(argv=None) -> None:
     if a.gather:
         contracts.write_parquet(a.out, gather(a.gather))
         return
-    if None in (a.settings_json, a.grid_json, a.adaptive_json, a.look):
-        ap.error("a look needs --settings-json, --grid-json, --adaptive-json and --look")
+    if None in (a.settings_json, a.grid_json, a.adaptive_json, a.look, a.results):
+        ap.error("a look needs --settings-json, --grid-json, --adaptive-json, --look and "
+                 "--results")
     previous = (json.loads(Path(a.previous).read_text(encoding="utf-8"))
                 if a.previous else None)
     try:
