@@ -109,7 +109,7 @@ def registration_text(claims: list[dict]) -> str:
         return ""
     post = [_text(c["claim"]) for c in marked if _text(c["registration"]) == "post hoc"]
     head = (f"Registered before their data: {len(marked) - len(post)} of {len(marked)} "
-            f"decided claim{'s' * (len(marked) != 1)} (results/<study>/claims_registration.json).")
+            f"decided claim{'s' * (len(marked) != 1)} (claims_registration.json beside this file).")
     if not post:
         return head
     return (head + f" Post hoc (added or edited after their data existed, or driven by a look "

@@ -72,7 +72,7 @@ def machine_note(per_run: pd.DataFrame) -> str:
     head = (f"**The machine was busy during profiling run(s) {', '.join(map(str, busy))}**: "
             "its latencies are less trustworthy than a quiet machine's."
             if busy else "The machine was quiet during every profiling run.")
-    return ("Machine load during profiling (also in `results/<study>/latency/coherence.json`): "
+    return ("Machine load during profiling (also in `latency/coherence.json` of this folder): "
             + head + "\n\n" + "\n".join(lines))
 
 
@@ -116,7 +116,7 @@ def latency_section(summary: pd.DataFrame, ladder: pd.DataFrame, fit: dict | Non
            "`absolute_stable` (steady machine speed, tight calls, runs agreeing in "
            "milliseconds) are reported without gating: a run that stopped at a cap is used "
            "with its wider CI, which the latency claims read "
-           "(`results/<study>/latency/coherence.json` holds each check's value). The canonical "
+           "(`latency/coherence.json` of this folder holds each check's value). The canonical "
            "ladder is, per depth, the median over the coherent runs only of their Q, times "
            "the median over them of the reference depth's p50 (ms per batch of model "
            "calls; `encode()` adds tokenization).\n"]
