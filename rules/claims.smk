@@ -3,6 +3,7 @@
 # params, so editing one claim reruns exactly this rule, its figure and the report.
 import functools
 
+from workflow_scripts.claims import analysis as claim_analysis
 from workflow_scripts.claims import registration as claim_registration
 from workflow_scripts.claims import spec as claim_spec
 from workflow_scripts.claims.layout import input_files as claim_inputs
@@ -13,7 +14,7 @@ CLAIMS = claim_spec.parse(config["claims"], CLAIM_GRID)
 CLAIM_GRID_JSON = json.dumps(
     {
         **CLAIM_GRID.to_dict(),
-        "settings": claim_registration.read_settings(CLAIMS, CLAIM_GRID),
+        "settings": claim_analysis.read_settings(CLAIMS, CLAIM_GRID),
     },
     sort_keys=True,
 )

@@ -22,8 +22,8 @@ import json
 import sys
 from pathlib import Path
 
+from workflow_scripts.claims import analysis, decide, registration, render, spec
 from workflow_scripts.claims import data as claims_data
-from workflow_scripts.claims import decide, registration, render, spec
 from workflow_scripts.claims.looks import run as looks
 from workflow_scripts.core import contracts, paths
 from workflow_scripts.core.settings import Claims, SettingsError
@@ -81,8 +81,8 @@ def run(settings: Claims, grid: spec.Grid, results, table_path, md_path, threads
     heads = (table["row"] == "claim") & (table["verdict"] != "not-applicable")  # decided
     by_id = {c.id: c for c in claims}
     status = {entry["id"]: registration.status(
-        record, entry, plan, registration.arm_seeds(by_id[entry["id"]], grid),
-        registration.analysis(by_id[entry["id"]], grid)) for entry in settings.claims}
+        record, entry, plan, analysis.arm_seeds(by_id[entry["id"]], grid),
+        analysis.analysis(by_id[entry["id"]], grid)) for entry in settings.claims}
     table.loc[heads, "registration"] = table.loc[heads, "claim"].map(status)
     contracts.write_parquet(table_path, table)
     md = render.markdown(table)

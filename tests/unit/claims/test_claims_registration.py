@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 from conftest import ROOT
 
+from workflow_scripts.claims import analysis as an
 from workflow_scripts.claims import registration as reg
 from workflow_scripts.claims import render
 from workflow_scripts.core import contracts
+from workflow_scripts.core.deciding_keys import AXIS_KEYS, DECIDING_KEYS
 
 A = {"id": "a", "statement": "L1 matches L2", "pairs": {"depth": "all"}, "test": "equivalent",
      "epsilon": 0.01}
@@ -82,12 +84,12 @@ def test_an_entry_made_before_seeds_were_kept_adopts_them(tmp_path):
 def test_ladder_seeds_are_kept_and_an_entry_without_them_adopts_them():
     """A ladder claim's seeds are the ladder's: an entry recorded before they were kept
     (seeds {}) adopts them and stays registered; editing them after the data is post hoc."""
-    ladder = {reg.LADDER_SEEDS: [42, 123, 456]}
+    ladder = {an.LADDER_SEEDS: [42, 123, 456]}
     record, _ = reg.update({}, [B], lambda c: False, "t0", seeds_of=lambda c: {})
     record, said = reg.update(record, [B], lambda c: True, "t1", seeds_of=lambda c: ladder)
     assert said == [] and record["claims"]["b"]["seeds"] == ladder
     assert reg.status(record, B, seeds=ladder) == reg.REGISTERED
-    more = {reg.LADDER_SEEDS: [42, 123, 456, 789]}
+    more = {an.LADDER_SEEDS: [42, 123, 456, 789]}
     record, said = reg.update(record, [B], lambda c: True, "t2", seeds_of=lambda c: more)
     assert said[0].startswith("claims: claim 'b': its arms' seeds changed (ladder.seeds: 42, "
                               "123, 456 -> ladder.seeds: 42, 123, 456, 789) after its data")
@@ -246,13 +248,13 @@ def test_arm_seeds_are_the_recipes_a_parsed_claim_trains():
          "b": {"recipe": "r2", "depth": 2}, "test": "greater"},
         {"id": "base", "statement": "training helps", "a": {"recipe": "base", "depth": 1},
          "b": {"recipe": "r1", "depth": 1}, "test": "greater"}], g)
-    assert reg.arm_seeds(claims[0], g) == {"r1": [1, 2, 3], "r2": [7, 8]}
-    assert reg.arm_seeds(claims[1], g) == {"r1": [1, 2, 3]}  # the untrained base has none
+    assert an.arm_seeds(claims[0], g) == {"r1": [1, 2, 3], "r2": [7, 8]}
+    assert an.arm_seeds(claims[1], g) == {"r1": [1, 2, 3]}  # the untrained base has none
     (ladder,) = spec.parse([{"id": "l", "statement": "the last block helps",
                              "a": {"config": "c", "method": "bp", "k": 0},
                              "b": {"config": "c", "method": "bp", "k": 1},
                              "test": "greater"}], g)
-    assert reg.arm_seeds(ladder, g) == {reg.LADDER_SEEDS: [1, 2, 3]}
+    assert an.arm_seeds(ladder, g) == {an.LADDER_SEEDS: [1, 2, 3]}
 
 
 # ---- the analysis: the grid, the models' settings, the metric, the level, the interval ----
@@ -290,8 +292,8 @@ def _registered(config: dict, claims: list[dict], record=None, has_data=False, n
     grid = spec.grid_from_config(config)
     parsed = {c.id: c for c in spec.parse(claims, grid)}
     return reg.update(record or {}, claims, lambda c: has_data, now,
-                      lambda c: reg.arm_seeds(parsed[c["id"]], grid),
-                      lambda c: reg.analysis(parsed[c["id"]], grid))
+                      lambda c: an.arm_seeds(parsed[c["id"]], grid),
+                      lambda c: an.analysis(parsed[c["id"]], grid))
 
 
 def _status(record: dict, config: dict, claim: dict) -> tuple[str, str]:
@@ -300,7 +302,7 @@ def _status(record: dict, config: dict, claim: dict) -> tuple[str, str]:
 
     grid = spec.grid_from_config(config)
     (parsed,) = spec.parse([claim], grid)
-    args = (record, claim, None, reg.arm_seeds(parsed, grid), reg.analysis(parsed, grid))
+    args = (record, claim, None, an.arm_seeds(parsed, grid), an.analysis(parsed, grid))
     return reg.status(*args), reg.why_post_hoc(*args)
 
 
@@ -388,10 +390,10 @@ def test_an_entry_made_before_the_analysis_was_kept_adopts_it(tmp_path):
     path = tmp_path / "claims_registration.json"
     grid = spec.grid_from_config(STUDY)
     (parsed,) = spec.parse([ENDS], grid)
-    seeds = reg.arm_seeds(parsed, grid)
+    seeds = an.arm_seeds(parsed, grid)
     reg.register(path, [ENDS], lambda c: False, seeds_of=lambda c: seeds)
     assert "analysis" not in reg.read(path)["claims"]["ends"]
-    now = reg.analysis(parsed, grid)
+    now = an.analysis(parsed, grid)
     assert reg.register(path, [ENDS], lambda c: True, seeds_of=lambda c: seeds,
                         analysis_of=lambda c: now) == []
     entry = reg.read(path)["claims"]["ends"]
@@ -443,12 +445,12 @@ def test_the_analysis_names_the_grid_and_settings_of_each_study():
          "test": "greater"},
         {"id": "t", "statement": "s", "estimate": "latency_ratio", "a": {"depth": 3},
          "b": {"depth": 2}, "test": "less", "threshold": 0.85}], grid)
-    ladder = reg.analysis(lad, grid)
+    ladder = an.analysis(lad, grid)
     assert ladder["ladder.configs"] == {"c": {"name": "c", "d": 8, "L": 2}}
     assert ladder["ladder.methods"] == ["bp"] and ladder["ladder.train.lr"] == 0.01
     assert ladder["ladder.stats.interval"] == "calibrated" and "ladder.stats.nboot" not in ladder
     assert not any(k.startswith(("recipes", "stats.", "latency")) for k in ladder)
-    latency = reg.analysis(lat, grid)
+    latency = an.analysis(lat, grid)
     assert latency["depths"] == [1, 2, 3] and "latency.nboot" in latency
     assert "latency.checks.max_residual" in latency and "stats.ci" in latency
     assert not any(k.startswith(("recipes", "stats.interval", "ladder")) for k in latency)
@@ -478,8 +480,8 @@ def test_a_dry_run_says_which_claims_an_edit_makes_post_hoc(tmp_path):
     results = paths.Study(config["study"]).results
     path = tmp_path / results / paths.CLAIMS_REGISTRY
     reg.register(path, config["claims"], lambda c: False, None,
-                 lambda c: reg.arm_seeds(parsed[c["id"]], grid),
-                 lambda c: reg.analysis(parsed[c["id"]], grid))
+                 lambda c: an.arm_seeds(parsed[c["id"]], grid),
+                 lambda c: an.analysis(parsed[c["id"]], grid))
     data = tmp_path / input_files(results, grid, [parsed["deepest-beats-shallowest-short"]])[0]
     data.parent.mkdir(parents=True)
     data.touch()
@@ -504,7 +506,7 @@ def test_docs_name_every_registered_key():
     doc = (ROOT / "docs/claims.md").read_text(encoding="utf-8")
     section = doc[doc.index("The entry keeps the claim's analysis"):]
     section = section[:section.index("\n## ")]
-    for entries in reg.DECIDING_KEYS.values():
+    for entries in DECIDING_KEYS.values():
         for entry in entries:
             key = entry if isinstance(entry, str) else entry[0]
             if key.startswith("recipes.*."):
@@ -516,4 +518,4 @@ def test_docs_name_every_registered_key():
             else:
                 name = key.replace(".*", ".<name>")
             assert f"`{name}" in section, key
-    assert all(f"`{k}`" in section for k in reg.AXIS_KEYS.values())
+    assert all(f"`{k}`" in section for k in AXIS_KEYS.values())
