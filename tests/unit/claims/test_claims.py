@@ -56,6 +56,24 @@ def verdict(claim: dict, data: Data, g=None, options=FAST) -> tuple[str, pd.Data
     return table.iloc[0]["verdict"], table
 
 
+def one_seed_arm_verdicts() -> dict[float, tuple[str, pd.DataFrame]]:
+    """"r1 beats the one-seed r2 at depth 1" decided where r1 leads by 0.02, 0.035 and 0.2
+    (r2's seed noise borrowed from r1's other depths): gap -> (verdict, table). Near the
+    threshold a doubled borrowed seed sd changes the verdict; far from it, it does not."""
+    g = spec.Grid.from_dict({**grid().to_dict(), "recipe_seeds": {"r1": [1, 2, 3], "r2": [1]}})
+    claim = {"a": {"recipe": "r2", "depth": 1}, "b": {"recipe": "r1", "depth": 1},
+             "test": "greater", "threshold": 0.0}
+    out = {}
+    for gap in (0.02, 0.035, 0.2):
+        rng = np.random.default_rng(5)
+        data = data_for({("r1", 1): 0.3 + gap, ("r1", 2): 0.3, ("r1", 3): 0.3}, rng,
+                        seed_sd=0.01)
+        data.biencoder["ndcg@10"].update(
+            data_for({("r2", 1): 0.3}, rng, seeds=(1,), seed_sd=0.01).biencoder["ndcg@10"])
+        out[gap] = verdict(claim, data, g)
+    return out
+
+
 # ---------------------------------------------------------------------------------------
 # The language
 # ---------------------------------------------------------------------------------------

@@ -84,21 +84,10 @@ def test_a_fragile_verdict_is_counted_as_fragile_and_labelled():
 
 def test_a_borrowed_seed_family_member_that_flips_makes_its_claim_fragile():
     """decide.py: the claim's verdict again from its members' verdicts at the doubled sd."""
-    from test_claims import grid
+    from test_claims import one_seed_arm_verdicts
 
-    from workflow_scripts.claims import spec
-
-    g = spec.Grid.from_dict({**grid().to_dict(), "recipe_seeds": {"r1": [1, 2, 3], "r2": [1]}})
-    claim = {"a": {"recipe": "r2", "depth": 1}, "b": {"recipe": "r1", "depth": 1},
-             "test": "greater", "threshold": 0.0}
     seen = set()
-    for gap in (0.02, 0.035, 0.2):
-        rng = np.random.default_rng(5)
-        data = data_for({("r1", 1): 0.3 + gap, ("r1", 2): 0.3, ("r1", 3): 0.3}, rng,
-                        seed_sd=0.01)
-        data.biencoder["ndcg@10"].update(
-            data_for({("r2", 1): 0.3}, rng, seeds=(1,), seed_sd=0.01).biencoder["ndcg@10"])
-        v, t = verdict(claim, data, g)
+    for v, t in one_seed_arm_verdicts().values():
         head, member = t.iloc[0], t.iloc[1]
         assert head.fragile == member.fragile == ("fragile:" in member.caveats)
         assert t.fragile.dtype == bool
