@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,26 @@ def is_workflow_test(path: Path) -> bool:
 
 
 WORKFLOW_FIXTURES = {"tiny_run"}
+
+
+def pytest_configure(config):
+    # The tail calibration's tables (stats/tail_calibration.py), shared by this session's
+    # processes: the pytest-xdist workers (started after this, with this environment) and the
+    # workflows they run. A folder per session, so every session tabulates from scratch.
+    from workflow_scripts.stats.tail_calibration import TABLE_FOLDER_ENV
+
+    if not hasattr(config, "workerinput") and not os.environ.get(TABLE_FOLDER_ENV):
+        config._tail_tables = tempfile.mkdtemp(prefix="depthlab-tail-tables-")
+        os.environ[TABLE_FOLDER_ENV] = config._tail_tables
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_tail_tables", None)
+    if folder:
+        from workflow_scripts.stats.tail_calibration import TABLE_FOLDER_ENV
+
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(TABLE_FOLDER_ENV, None)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -150,12 +171,14 @@ def tiny_model(tmp_path_factory) -> Path:
 # pytest 9.2 no longer reads.)
 TINY_STUDY_FILES = ("test_workflow.py", "test_slurm.py", "test_adaptive_seeds.py",
                     "test_ladder_workflow.py", "test_doc_commands.py")
-# Files whose module fixture runs trainings or a plan (test_one_job_per_model's study, test_resume's
-# reference, test_laptop_sizing's dry run): each on one worker too, so that the fixture is
-# built once, not once per worker that takes one of its tests; xdist queues such a group (as
-# the tiny study's) before single tests.
+# Files whose module fixture costs seconds (test_one_job_per_model's study, test_resume's
+# reference, test_laptop_sizing's dry run; in the fast set, test_codedeps' import of every
+# stage, test_stats_stage's tables, test_beir_equivalence's scores): each on one worker too,
+# so that the fixture is built once, not once per worker that takes one of its tests; xdist
+# queues such a group (as the tiny study's) before single tests.
 MODULE_STUDY_FILES = ("test_one_job_per_model.py", "test_resume.py",
-                      "test_laptop_sizing.py")
+                      "test_laptop_sizing.py", "test_codedeps.py", "test_stats_stage.py",
+                      "test_beir_equivalence.py")
 
 
 @pytest.hookimpl(optionalhook=True)

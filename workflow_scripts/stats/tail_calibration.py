@@ -40,20 +40,26 @@ holds at every level (calibrated.PLAIN_FROM_SEED_DF). Not calibrated here (p and
 calibrated.py gives them): a statistic with one axis resampled (then it is exactly Student's t,
 or the example part alone, which has tens to hundreds of df).
 
-Imports numpy and scipy only. The plug-in is df_rule.variance_and_df, the rule calibrated.py
-applies, with the rule a `Reduced` carries (tests/unit/stats/test_tail_calibration.py checks the
-plug-in against calibrated.total_variance and calibrated_df).
+Imports numpy, scipy and the standard library only. The plug-in is df_rule.variance_and_df, the
+rule calibrated.py applies, with the rule a `Reduced` carries
+(tests/unit/stats/test_tail_calibration.py checks the plug-in against calibrated.total_variance
+and calibrated_df).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
+import os
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy import special, stats
 
+from workflow_scripts.stats import df_rule
 from workflow_scripts.stats.df_rule import DEFAULT_RULE, DfRule, variance_and_df
 
 __all__ = ["Reduced", "calibrated_level", "calibrated_p", "exact_rates", "exact_rates_arms",
@@ -85,14 +91,19 @@ def plug_in(M, X, r, red: Reduced):
     return plug_in_arms([M], [r], [red.k], X, red)
 
 
+@functools.lru_cache(maxsize=512)
 def _nodes(df: float, n: int, dense_low: bool) -> tuple[np.ndarray, np.ndarray]:
     """Quadrature nodes of chi2_df / df (Gauss-Legendre on its probability scale; u = v^3
-    puts nodes down to ~1e-11 where small seed terms make the rejections)."""
+    puts nodes down to ~1e-11 where small seed terms make the rejections). Cached: a table
+    asks for the same nodes at each of its seed nuisance points; read-only arrays, so the
+    cache cannot be changed through them."""
     v, w = np.polynomial.legendre.leggauss(n)
     v, w = (v + 1) / 2, w / 2
     if dense_low:
         v, w = v**3, w * 3 * v**2
-    return stats.chi2.ppf(v, df) / df, w
+    nodes = stats.chi2.ppf(v, df) / df
+    nodes.flags.writeable = w.flags.writeable = False
+    return nodes, w
 
 
 def reject_rate(levels, seed_ratio: float, red: Reduced,
@@ -112,8 +123,40 @@ def reject_rate(levels, seed_ratio: float, red: Reduced,
     return np.einsum("i,j,ijl->l", pm, px, rate)
 
 
-@functools.lru_cache(maxsize=256)
+# A folder where processes share their tables (the test suite sets it for its workers and
+# the workflows they start: each process would otherwise tabulate the same G again, 0.07 s
+# a table). A table is a pure function of its arguments and of this code, so the file name
+# is a hash of both: tables from other code are never read.
+TABLE_FOLDER_ENV = "DEPTHLAB_TAIL_TABLES"
+_CODE = hashlib.sha256(b"".join(
+    Path(m.__file__).read_bytes() for m in (sys.modules[__name__], df_rule))).hexdigest()
+
+
+@functools.lru_cache(maxsize=4096)  # 34 floats a table
 def _table(k: float, f: float, cap: float, log10_rho: float, rule: DfRule) -> np.ndarray:
+    """log10 G at LOG10_LEVELS (_tabulate), read from TABLE_FOLDER_ENV's folder where an
+    earlier process left it."""
+    folder = os.environ.get(TABLE_FOLDER_ENV)
+    if not folder:
+        return _tabulate(k, f, cap, log10_rho, rule)
+    key = repr((k, f, cap, log10_rho, rule, _CODE)).encode()
+    path = Path(folder) / f"{hashlib.sha256(key).hexdigest()[:40]}.npy"
+    try:
+        table = np.load(path)
+        if table.shape == LOG10_LEVELS.shape:
+            return table
+    except (OSError, ValueError):  # not there yet, or unreadable: tabulate it again
+        pass
+    table = _tabulate(k, f, cap, log10_rho, rule)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        np.save(fh, table)
+    os.replace(tmp, path)  # whole or absent: another process may be reading
+    return table
+
+
+def _tabulate(k: float, f: float, cap: float, log10_rho: float, rule: DfRule) -> np.ndarray:
     """log10 G at LOG10_LEVELS: the largest rejection rate over the seed nuisance."""
     red = Reduced(k, f, cap, 10.0**log10_rho, rule)
     levels = 10.0**LOG10_LEVELS

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from conftest import ROOT
 from synthetic_scores import write_eval
-from test_claims import latency_calls, write_latency_runs
+from test_claims import fast_config, latency_calls, write_latency_runs
 
 from workflow_scripts.claims import __main__ as cli
 from workflow_scripts.claims import layout, spec
@@ -23,7 +22,8 @@ ADAPTIVE_DROP = 0.25
 
 
 def test_laptop_claims_on_synthetic_per_query_files(tmp_path):
-    config = cli.read_config([ROOT / "config/laptop.yaml"])
+    laptop = fast_config("laptop.yaml", tmp_path)
+    config = cli.read_config([laptop])
     grid = spec.grid_from_config(config)
     claims = spec.parse(config["claims"], grid)
     assert not any(c.not_applicable for c in claims)
@@ -47,7 +47,7 @@ def test_laptop_claims_on_synthetic_per_query_files(tmp_path):
     calls = latency_calls(slope=1.0, base=1.0, depths=tuple(config["depths"]))
     write_latency_runs(results, calls, config["latency"]["runs"])
     assert all(p.exists() for p in layout.input_files(results, grid, claims))
-    cli.main(["--config", str(ROOT / "config/laptop.yaml"), "--results", str(results),
+    cli.main(["--config", laptop, "--results", str(results),
               "--threads", "1", "--table", str(tmp_path / "claims.parquet"),
               "--markdown", str(tmp_path / "claims.md")])
     table = pd.read_parquet(tmp_path / "claims.parquet")

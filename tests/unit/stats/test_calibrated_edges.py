@@ -91,19 +91,23 @@ def _exact_coverage(seeds: int, a: float, r: float, n: int = 400) -> float:
     """Coverage of the nominal 95% interval for a paired design with many examples and
     variance shares a (seed), r (residual), 1 - a - r (example) of V = 1, integrated over the
     seed mean square M = (a + r) chi2_{S-1} / (S - 1) at n quantiles; the estimate is
-    N(0, 1), independent of M, so a given M covers with 2 Phi(h) - 1."""
+    N(0, 1), independent of M, so a given M covers with 2 Phi(h) - 1. The terms' rule
+    inputs are calibrated.total_variance's and calibrated_df's, with M as an array: one call of
+    the vectorised rule for all n quantiles."""
     from scipy import stats
 
+    from workflow_scripts.stats.df_rule import variance_and_df
+
     q = 10**6  # examples: the example and residual terms are known
-    total = 0.0
-    for u in (np.arange(n) + 0.5) / n:
-        m = (a + r) * stats.chi2.ppf(u, seeds - 1) / (seeds - 1)
-        terms = [vt.Term("seeds", "seeds", 1.0, m, seeds - 1, seeds, "x"),
-                 vt.Term("examples", "examples", 1.0, (1 - a - r) + r, q - 1),
-                 vt.Term("residual", "examples", -1.0, r, (seeds - 1) * (q - 1), seeds, "x")]
-        h = cal.t_half_width(cal.total_variance(terms), cal.calibrated_df(terms), 0.95)
-        total += 2 * special.ndtr(h) - 1
-    return 100 * total / n
+    m = (a + r) * stats.chi2.ppf((np.arange(n) + 0.5) / n, seeds - 1) / (seeds - 1)
+    terms = [vt.Term("seeds", "seeds", 1.0, 1.0, seeds - 1, seeds, "x"),
+             vt.Term("examples", "examples", 1.0, (1 - a - r) + r, q - 1),
+             vt.Term("residual", "examples", -1.0, r, (seeds - 1) * (q - 1), seeds, "x")]
+    ms, rs, ks, x, f, cap = cal._rule_inputs(terms)
+    assert ms == [1.0]  # the one seed term, replaced by the array of M
+    var, df = variance_and_df([m], rs, ks, x, f, cap, DEFAULT_RULE)
+    h = special.stdtrit(df, 0.975) * np.sqrt(var)
+    return float(100 * np.mean(2 * special.ndtr(h) - 1))
 
 
 @pytest.mark.parametrize("seeds", [2, 3])

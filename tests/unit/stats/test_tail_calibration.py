@@ -224,3 +224,29 @@ def test_simulated_gaussian_seeds_dominate_holds_at_alpha_over_12():
     se = math.sqrt(level / n)
     assert hits_plug / n > 2 * level  # the plug-in's excess is visible at this size
     assert hits / n <= 1.1 * level + 3 * se, (hits / n / level)
+
+
+def test_tables_shared_through_the_folder_are_the_tabulated_ones(tmp_path, monkeypatch):
+    """A table another process left in TABLE_FOLDER_ENV's folder is read, not tabulated again,
+    and equals the tabulated one; a cut file is tabulated again and replaced whole; without
+    the folder nothing is written."""
+    args = (2.0, 57.0, 99.0, 0.25, tc.DEFAULT_RULE)
+    fresh = tc._tabulate(*args)
+    monkeypatch.setenv(tc.TABLE_FOLDER_ENV, str(tmp_path / "tables"))
+    tc._table.cache_clear()
+    assert np.array_equal(tc._table(*args), fresh)
+    (path,) = (tmp_path / "tables").glob("*.npy")
+    assert np.array_equal(np.load(path), fresh)
+    tc._table.cache_clear()
+    np.save(path, np.full_like(fresh, -1.0))  # read, not tabulated: the file decides
+    assert np.array_equal(tc._table(*args), np.full_like(fresh, -1.0))
+    tc._table.cache_clear()
+    path.write_bytes(path.read_bytes()[:40])  # a cut file
+    assert np.array_equal(tc._table(*args), fresh)
+    assert np.array_equal(np.load(path), fresh) and not list(path.parent.glob("*.tmp"))
+    monkeypatch.delenv(tc.TABLE_FOLDER_ENV)
+    tc._table.cache_clear()
+    assert np.array_equal(tc._table(2.0, 58.0, 99.0, 0.25, tc.DEFAULT_RULE),
+                          tc._tabulate(2.0, 58.0, 99.0, 0.25, tc.DEFAULT_RULE))
+    assert len(list((tmp_path / "tables").glob("*.npy"))) == 1
+    tc._table.cache_clear()
