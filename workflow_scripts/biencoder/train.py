@@ -30,7 +30,7 @@ from pathlib import Path
 
 from workflow_scripts.biencoder import trainer_state
 from workflow_scripts.biencoder.trainer_state import last_checkpoint, missing_snapshots
-from workflow_scripts.core import configcheck, contracts, provenance
+from workflow_scripts.core import contracts, provenance, recipe_loss
 from workflow_scripts.core.runtime import set_threads
 from workflow_scripts.core.settings import Train, train_settings
 
@@ -140,16 +140,16 @@ def build_loss(model, strategy: str, settings):
     """The recipe's loss (config key recipes.*.loss: MNRL, or cached_mnrl: GradCache's
     CachedMultipleNegativesRankingLoss with the recipe's mini_batch_size), wrapped for a
     train-once arm in AdaptiveLayerLoss (adaptive) or Matryoshka2dLoss (matryoshka2d) with
-    the recipe's train_once_loss settings. Settings configcheck.loss_errors refuses (a
+    the recipe's train_once_loss settings. Settings recipe_loss.loss_errors refuses (a
     cached loss in a train-once arm, a missing or too large mini-batch) raise ValueError."""
     from sentence_transformers.sentence_transformer import losses
 
     train_once = [strategy] if strategy in contracts.TRAIN_ONCE else []
-    errors = configcheck.loss_errors("*", {**dataclasses.asdict(settings),
+    errors = recipe_loss.loss_errors("*", {**dataclasses.asdict(settings),
                                            "train_once": train_once})
     if errors:
         raise ValueError("; ".join(errors))
-    if settings.loss in configcheck.CACHED_LOSSES:
+    if settings.loss in recipe_loss.CACHED_LOSSES:
         inner = losses.CachedMultipleNegativesRankingLoss(
             model, scale=settings.scale, mini_batch_size=settings.mini_batch_size)
     else:
