@@ -4,7 +4,9 @@ process: batch_seeds, where importing sentence-transformers costs more than a tr
 sentence-transformers' SentenceTransformerTrainer with MultipleNegativesRankingLoss over
 (query, positive, negative) triples, or (query, positive) pairs (a beir-train source: the
 batch's other documents are the only negatives), NO_DUPLICATES batches (a duplicate text in
-a batch would be a false in-batch negative). The final model is saved as safetensors.
+a batch would be a false in-batch negative); recipe key loss cached_mnrl: its GradCache form,
+CachedMultipleNegativesRankingLoss, embedding mini_batch_size rows at a time (a batch not
+bounded by memory). The final model is saved as safetensors.
 
 A train-once arm (strategy adaptive or matryoshka2d, core/contracts.py TRAIN_ONCE) trains the
 base's bottom `depth` layers (as strategy top) once for every shallower depth: MNRL wrapped in
