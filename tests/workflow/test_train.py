@@ -109,3 +109,21 @@ def test_pairs_train_with_in_batch_negatives(tiny_model, triples, tmp_path):
     summary = _train(tiny_model, pairs, tmp_path / "m", 1)
     assert summary["steps"] == 3 and summary["train_data"]["rows"] == 30
     assert all(h["loss"] > 0 for h in summary["loss_history"])
+
+
+def test_a_cached_loss_recipe_trains_and_records_its_loss(tiny_model, triples, tmp_path):
+    """loss cached_mnrl: the trainer runs GradCache's loss (its backward hook inside the
+    trainer's step), and the model's provenance names the loss and its mini-batch."""
+    settings = Train.from_json(json.dumps({**json.loads(SETTINGS.to_json()),
+                                           "loss": "cached_mnrl", "mini_batch_size": 3}))
+    s = train.train(base=str(tiny_model), strategy="top", depth=2, seed=7, settings=settings,
+                    triples=triples, out_dir=tmp_path / "cached", threads=1)
+    assert s["loss"]["name"] == "CachedMultipleNegativesRankingLoss"
+    assert s["loss"]["mini_batch_size"] == 3 and s["loss"]["scale"] == 20.0
+    assert (s["settings"]["loss"], s["settings"]["mini_batch_size"]) == ("cached_mnrl", 3)
+    assert s["steps"] == 3 and s["final_loss"] > 0
+    saved = json.loads((tmp_path / "cached" / "train_summary.json").read_text())
+    assert saved["loss"] == json.loads(json.dumps(s["loss"]))  # tuples as lists
+    plain = _train(tiny_model, triples, tmp_path / "plain", 7)
+    assert plain["loss"]["name"] == "MultipleNegativesRankingLoss"
+    assert plain["settings"]["mini_batch_size"] is None

@@ -4,7 +4,9 @@ process: batch_seeds, where importing sentence-transformers costs more than a tr
 sentence-transformers' SentenceTransformerTrainer with MultipleNegativesRankingLoss over
 (query, positive, negative) triples, or (query, positive) pairs (a beir-train source: the
 batch's other documents are the only negatives), NO_DUPLICATES batches (a duplicate text in
-a batch would be a false in-batch negative). The final model is saved as safetensors.
+a batch would be a false in-batch negative); recipe key loss cached_mnrl: its GradCache form,
+CachedMultipleNegativesRankingLoss, embedding mini_batch_size rows at a time (a batch not
+bounded by memory). The final model is saved as safetensors.
 
 A train-once arm (strategy adaptive or matryoshka2d, core/contracts.py TRAIN_ONCE) trains the
 base's bottom `depth` layers (as strategy top) once for every shallower depth: MNRL wrapped in
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from workflow_scripts.biencoder import trainer_state
 from workflow_scripts.biencoder.trainer_state import last_checkpoint, missing_snapshots
-from workflow_scripts.core import contracts, provenance
+from workflow_scripts.core import contracts, provenance, recipe_loss
 from workflow_scripts.core.runtime import set_threads
 from workflow_scripts.core.settings import Train, train_settings
 
@@ -137,19 +139,31 @@ def _snapshots(model, stage_dir: Path, steps: list[int], fingerprint: dict):
 
 
 def build_loss(model, strategy: str, settings):
-    """MNRL, wrapped for a train-once arm in AdaptiveLayerLoss (adaptive) or Matryoshka2dLoss
-    (matryoshka2d) with the recipe's train_once_loss settings."""
+    """The recipe's loss (config key recipes.*.loss: MNRL, or cached_mnrl: GradCache's
+    CachedMultipleNegativesRankingLoss with the recipe's mini_batch_size), wrapped for a
+    train-once arm in AdaptiveLayerLoss (adaptive) or Matryoshka2dLoss (matryoshka2d) with
+    the recipe's train_once_loss settings. Settings recipe_loss.loss_errors refuses (a
+    cached loss in a train-once arm, a missing or too large mini-batch) raise ValueError."""
     from sentence_transformers.sentence_transformer import losses
 
-    mnrl = losses.MultipleNegativesRankingLoss(model, scale=settings.scale)
-    if strategy not in contracts.TRAIN_ONCE:
-        return mnrl
+    train_once = [strategy] if strategy in contracts.TRAIN_ONCE else []
+    errors = recipe_loss.loss_errors("*", {**dataclasses.asdict(settings),
+                                           "train_once": train_once})
+    if errors:
+        raise ValueError("; ".join(errors))
+    if settings.loss in recipe_loss.CACHED_LOSSES:
+        inner = losses.CachedMultipleNegativesRankingLoss(
+            model, scale=settings.scale, mini_batch_size=settings.mini_batch_size)
+    else:
+        inner = losses.MultipleNegativesRankingLoss(model, scale=settings.scale)
+    if not train_once:
+        return inner
     layer = {k: getattr(settings, k) for k in (
         "n_layers_per_step", "layer_weighting", "last_layer_weight", "prior_layers_weight",
         "kl_div_weight", "kl_temperature")}
     if strategy == "adaptive":
-        return losses.AdaptiveLayerLoss(model, mnrl, **layer)
-    return losses.Matryoshka2dLoss(model, mnrl, matryoshka_dims(model, settings),
+        return losses.AdaptiveLayerLoss(model, inner, **layer)
+    return losses.Matryoshka2dLoss(model, inner, matryoshka_dims(model, settings),
                                    n_dims_per_step=settings.n_dims_per_step, **layer)
 
 

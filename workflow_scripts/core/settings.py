@@ -182,6 +182,13 @@ def _star(key: str) -> str:
 _TYPES = {"integer": int, "number": float, "string": str, "boolean": bool, "array": list}
 
 
+def _field_type(node: dict):
+    """A field's type: its schema type's, Any where the schema allows several (a list of
+    types: an optional value's null)."""
+    kind = node.get("type")
+    return _TYPES.get(kind, Any) if isinstance(kind, str) else Any
+
+
 def stage(name: str, section: str, keys: str, doc: str = "", **elsewhere: str):
     """A frozen settings dataclass: the fields `keys` (space-separated) read from
     SECTION.<field>, and each of `elsewhere` (field=config key) from its own key. Each
@@ -189,10 +196,10 @@ def stage(name: str, section: str, keys: str, doc: str = "", **elsewhere: str):
     fields = []
     for f in keys.split():
         node, _ = schema_node(_star(f"{section}.{f}"))
-        fields.append((f, _TYPES.get(node.get("type"), Any)))
+        fields.append((f, _field_type(node)))
     for f, key in elsewhere.items():
         node, _ = schema_node(_star(key))
-        fields.append((f, _TYPES.get(node.get("type"), Any), setting(key)))
+        fields.append((f, _field_type(node), setting(key)))
     cls = dataclasses.make_dataclass(name, fields, bases=(Settings,), frozen=True,
                                      namespace={"SECTION": section, "__doc__": doc or None,
                                                 "__module__": __name__})
@@ -202,7 +209,8 @@ def stage(name: str, section: str, keys: str, doc: str = "", **elsewhere: str):
 # ---------------------------------------------------------------------------------------
 # One class per stage: exactly the config keys the stage reads.
 # ---------------------------------------------------------------------------------------
-_TRAIN = "batch_size steps lr warmup weight_decay scheduler scale precision"
+_TRAIN = ("batch_size steps lr warmup weight_decay scheduler scale loss mini_batch_size "
+          "precision")
 Train = stage("Train", "recipes.{recipe}", _TRAIN,
               "What changes a trained model: the recipe without its seed list and "
               "checkpointing, and the sequence length.", max_seq_length="max_seq_length")
