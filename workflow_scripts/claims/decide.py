@@ -21,6 +21,10 @@ Latency claims: claims/latency.py; a learning curve's onset: claims/onset.py.
 
 Tests at level alpha = intervals.alpha_of(ci) = (1 - ci) / 2 one-sided, so a single claim is
 decided exactly when its ci interval lies on one side of the threshold.
+
+Across claims (stats.study_wide: holm, bonferroni) each claim counts once, at its decisive p
+(`claim_p`), and is decided again at its step's level (`study_wide`, `decide`); docs/claims.md,
+"The study as a whole".
 """
 
 from __future__ import annotations
