@@ -179,9 +179,10 @@ def study_wide_text(claims: list[dict]) -> str:
                 f"decides {step} (N = {n}), so the chance that any of their verdicts is wrong "
                 "is held at α. A claim's decisive p is its support side's (its weakest "
                 "member's) or, if smaller, its refute side's (Holm-adjusted within the "
-                "claim); each claim is decided at the level of its step, its intervals read "
-                "at that level; column `study-wide p` gives the adjusted p and that level (a "
-                "claim is decided when the adjusted p is at most α). Claims a check decides "
+                "claim); each claim, its members included, is decided at its level in the "
+                "family (column `CI` stays at the configured level); column `study-wide p` "
+                "gives the adjusted p and that level (a claim is decided when the adjusted p "
+                "is at most α). Claims a check decides "
                 "(latency coherence) are outside the family.")
     bound = n * alpha
     union = (f"the union bound allows up to {n} × α = {bound:.3g}" if bound < 1
