@@ -76,6 +76,7 @@ def claim_errors(config: dict) -> list[str]:
     its claim is not-applicable."""
     from workflow_scripts.claims import spec
     from workflow_scripts.claims.looks import arms as look_arms
+    from workflow_scripts.core.settings import Claims
 
     layers = base_layers(config) if "recipes" in config else 0
     try:
@@ -83,7 +84,8 @@ def claim_errors(config: dict) -> list[str]:
         claims = spec.parse(config.get("claims", []), grid)
     except spec.ClaimError as e:
         return [str(e)]
-    return look_arms.errors(config.get("adaptive_seeds"), claims, grid.recipe_seeds)
+    return look_arms.errors(config.get("adaptive_seeds"), claims, grid.recipe_seeds,
+                            Claims.from_config(config).study_wide)
 
 
 def biencoder_errors(config: dict) -> list[str]:

@@ -21,6 +21,10 @@ Latency claims: claims/latency.py; a learning curve's onset: claims/onset.py.
 
 Tests at level alpha = intervals.alpha_of(ci) = (1 - ci) / 2 one-sided, so a single claim is
 decided exactly when its ci interval lies on one side of the threshold.
+
+Across claims (stats.study_wide: holm, bonferroni) each claim counts once, at its decisive p
+(`claim_p`), and is decided again at its step's level (`study_wide`, `decide`); docs/claims.md,
+"The study as a whole".
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from workflow_scripts.claims import advice
 from workflow_scripts.claims.contrast import Contrast, compare, contrast, fieller, seeds_needed
 from workflow_scripts.claims.data import Data, MissingInput
 from workflow_scripts.claims.latency import decide_latency
+from workflow_scripts.claims.looks.arms import STUDY_WIDE_REFUSED
 from workflow_scripts.claims.onset import decide_onset
 from workflow_scripts.claims.spec import Claim, Member
 from workflow_scripts.core.settings import Claims
@@ -46,8 +51,10 @@ COLUMNS = ("claim", "statement", "row", "member", "part", "study", "estimand", "
            "interval", "mb_ci_low", "mb_ci_high", "p_support", "p_refute", "p_support_holm",
            "p_refute_holm", "alpha", "verdict", "design", "resample", "caveats",
            "seeds_needed", "seeds_share", "seeds_at_margin", "note", "n_members", "last_step",
-           "registration", "fragile", "holm_ci", "holm_ci_low", "holm_ci_high")
-TEXT_COLUMNS = ("caveats", "note", "member", "registration")  # "" where a row has none
+           "registration", "fragile", "holm_ci", "holm_ci_low", "holm_ci_high",
+           "study_wide", "study_alpha", "p_decisive", "p_study_wide")
+# "" where a row has none
+TEXT_COLUMNS = ("caveats", "note", "member", "registration", "study_wide")
 
 
 @dataclass(frozen=True)
@@ -202,11 +209,15 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
     """The claim's row followed by one row per member. alpha: the one-sided level of a look
     (claims/looks/run.py: a group-sequential boundary) instead of (1 - ci) / 2; plan_alpha: the
     level the seeds needed are planned for (default: the deciding level)."""
-    head = {"claim": claim.id, "statement": claim.statement, "row": "claim",
-            "n_members": len(claim.members)}
-    if claim.not_applicable:
-        return [{**head, "verdict": "not-applicable", "note": claim.not_applicable}]
+    return judge_claim(claim, measure_claim(claim, data, options), options, alpha, plan_alpha)
+
+
+def measure_claim(claim: Claim, data: Data, options: Options) -> tuple[list[dict], list[str]]:
+    """Each member's row before Holm (decide_member; the costly part: its intervals) and the
+    members whose input is missing; `judge_claim` decides them at a level, as often as asked."""
     rows, missing = [], []
+    if claim.not_applicable:
+        return rows, missing
     for m in claim.members:
         gone = [data.missing[(m.study, k)] for k in (m.a, m.b, None)
                 if (m.study, k) in data.missing and (k is not None or m.study == "latency")]
@@ -217,10 +228,31 @@ def decide_claim(claim: Claim, data: Data, options: Options, alpha: float | None
         except MissingInput as e:
             missing.append(f"{m.label}: {e}")
             rows.append({"verdict": "not-applicable", "note": str(e)})
-    ci = {m.study: options.for_study(m.study)["ci"] if m.study not in ("latency", "curves")
-          else options.settings.ci for m in claim.members}
+    return rows, missing
+
+
+def _ci_levels(claim: Claim, options: Options) -> dict[str, float]:
+    return {m.study: options.for_study(m.study)["ci"] if m.study not in ("latency", "curves")
+            else options.settings.ci for m in claim.members}
+
+
+def own_alpha(claim: Claim, options: Options) -> float:
+    """The claim's own one-sided level: (1 - ci) / 2 of the strictest CI level it reads."""
+    return intervals.alpha_of(min(_ci_levels(claim, options).values()))
+
+
+def judge_claim(claim: Claim, measured: tuple[list[dict], list[str]], options: Options,
+                alpha: float | None = None, plan_alpha: float | None = None) -> list[dict]:
+    """decide_claim's rows from measure_claim's (left as they are: judged again at another
+    level, they give that level's rows)."""
+    head = {"claim": claim.id, "statement": claim.statement, "row": "claim",
+            "n_members": len(claim.members)}
+    if claim.not_applicable:
+        return [{**head, "verdict": "not-applicable", "note": claim.not_applicable}]
+    rows, missing = [dict(r) for r in measured[0]], measured[1]
+    ci = _ci_levels(claim, options)
     if alpha is None:
-        alpha = intervals.alpha_of(min(ci.values()))
+        alpha = own_alpha(claim, options)
     else:
         ci = dict.fromkeys(ci, intervals.ci_of(plan_alpha or alpha))
     live = [i for i, r in enumerate(rows) if r.get("verdict") != "not-applicable"]
@@ -309,6 +341,39 @@ def _decider(members: list[dict], verdict: str) -> dict:
     return max(same, key=lambda r: -_nan_last(-r.get("p_support_holm", math.nan)))
 
 
+def claim_p(rows: list[dict]) -> float:
+    """The claim's decisive one-sided p (NaN: no test decides it): the smaller of its support
+    side's p (the largest member's: every member must be supported, by intersection-union)
+    and its refute side's (the smallest Holm-adjusted member's: the claim's family-wise p).
+    The claim is decided at a level exactly when this p is at most that level (judge_claim);
+    members a check decides (latency coherence) or `consistent` ones (supported unless
+    refuted) have no support p and add none. `rows`: decide_claim's."""
+    head, *members = rows
+    if head["verdict"] == "not-applicable":
+        return math.nan
+    support, refute = ([p for r in members if np.isfinite(p := r.get(k, math.nan))]
+                       for k in ("p_support_holm", "p_refute_holm"))
+    if not (support or refute):
+        return math.nan
+    return float(min(max(support, default=math.inf), min(refute, default=math.inf)))
+
+
+def study_wide(p, alpha: float, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """(adjusted p, level) of each claim's decisive p in the study's family at level alpha:
+    holm, Holm's step-down (`holm`, `holm_levels`); bonferroni, alpha / m for each; none,
+    NaN (each claim keeps its own level). A claim is decided exactly when its adjusted p is
+    at most alpha, that is when its decisive p is at most its level."""
+    p = np.asarray(p, float)
+    if method == "holm":
+        return holm(p), holm_levels(p, alpha)
+    if method == "bonferroni":
+        m = int(np.isfinite(p).sum())
+        return np.minimum(1.0, m * p), np.where(np.isfinite(p), alpha / max(m, 1), np.nan)
+    if method == "none":
+        return np.full(len(p), np.nan), np.full(len(p), np.nan)
+    raise ValueError(f"stats.study_wide: {method!r} is not none, holm or bonferroni")
+
+
 def _nan_last(p) -> float:
     return math.inf if p is None or not np.isfinite(p) else float(p)
 
@@ -316,12 +381,28 @@ def _nan_last(p) -> float:
 def decide(claims: list[Claim], data: Data, options: Options,
            at_looks: dict | None = None) -> pd.DataFrame:
     """Every claim's rows; at_looks: {claim id: (its Data, alpha)} for the claims that
-    drove seeds on demand, decided as at the look that settled them (claims/looks/run.py)."""
+    drove seeds on demand, decided as at the look that settled them (claims/looks/run.py).
+    With stats.study_wide on, each claim is then decided again at its level in the family
+    of the claims' decisive tests (`study_wide`)."""
     at_looks = at_looks or {}
-    rows = []
+    method = options.settings.study_wide
+    if at_looks and method != "none":
+        raise ValueError(STUDY_WIDE_REFUSED)
+    measured, decided = {}, {}
     for c in claims:
         here, alpha = at_looks.get(c.id, (data, None))
-        rows += decide_claim(c, here, options, alpha)
+        measured[c.id] = measure_claim(c, here, options)
+        decided[c.id] = judge_claim(c, measured[c.id], options, alpha)
+    family = [c for c in claims if math.isfinite(claim_p(decided[c.id]))]
+    p = [claim_p(decided[c.id]) for c in family]
+    alpha = min((own_alpha(c, options) for c in family), default=math.nan)
+    adjusted, levels = study_wide(p, alpha, method)
+    for c, p_c, adj, level in zip(family, p, adjusted, levels, strict=True):
+        if method != "none" and level < own_alpha(c, options):
+            decided[c.id] = judge_claim(c, measured[c.id], options, level)
+        decided[c.id][0].update(p_decisive=p_c, p_study_wide=adj, study_alpha=alpha)
+    rows = [{**r, "study_wide": method} if r["row"] == "claim" else r
+            for c in claims for r in decided[c.id]]
     df = pd.DataFrame(rows)
     for col in COLUMNS:
         if col not in df:

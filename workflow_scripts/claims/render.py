@@ -37,6 +37,8 @@ from workflow_scripts.claims.table import (
     labels,
     members_of,
     method_text,
+    study_wide_cell,
+    study_wide_on,
     threshold_text,
 )
 from workflow_scripts.claims.table import num as _num
@@ -125,7 +127,10 @@ def _verdict_cell(c: dict, bold: bool = True) -> str:
 
 
 def rules_text(claims: list[dict]) -> str:
-    alphas = sorted({a for a in (_num(c.get("alpha")) for c in claims) if math.isfinite(a)})
+    # With study-wide control a claim's `alpha` is its step's level: the rule names the family's.
+    own = "study_alpha" if study_wide_on(claims) else "alpha"
+    alphas = sorted({a for a in (_num(c.get(own, c.get("alpha"))) for c in claims)
+                     if math.isfinite(a)})
     alpha = " / ".join(f"{a:.4g}" for a in alphas)
     return (
         "Each claim is a one-sided test at level α = (1 − CI level)/2"
@@ -154,6 +159,41 @@ def rules_text(claims: list[dict]) -> str:
            if any(math.isfinite(_num(c.get("seeds_needed"))) for c in claims) else ""))
 
 
+STUDY_WIDE_NAMES = {"holm": "Holm's step-down", "bonferroni": "Bonferroni's correction"}
+
+
+def study_wide_text(claims: list[dict]) -> str:
+    """What the verdicts control across the study (docs/claims.md, "The study as a whole"):
+    with stats.study_wide on, the family and its levels; off, that the chance of any wrong
+    verdict among the claims is not controlled. "" for a table without the columns."""
+    family = [c for c in claims if math.isfinite(_num(c.get("p_decisive")))]
+    if not family:
+        return ""
+    n, alpha = len(family), min(_num(c.get("study_alpha")) for c in family)
+    method = study_wide_on(claims)
+    if method:
+        step = ("the k-th smallest decisive p at α/(N − k + 1) until one fails"
+                if method == "holm" else "each decisive p at α/N")
+        return (f"Study-wide control is on (`stats.study_wide: {method}`): the {n} claims a "
+                f"test decides form one family at α = {alpha:.4g}, and {STUDY_WIDE_NAMES[method]} "
+                f"decides {step} (N = {n}), so the chance that any of their verdicts is wrong "
+                "is held at α. A claim's decisive p is its support side's (its weakest "
+                "member's) or, if smaller, its refute side's (Holm-adjusted within the "
+                "claim); each claim, its members included, is decided at its level in the "
+                "family (column `CI` stays at the configured level); column `study-wide p` "
+                "gives the adjusted p and that level (a claim is decided when the adjusted p "
+                "is at most α). Claims a check decides "
+                "(latency coherence) are outside the family.")
+    bound = n * alpha
+    union = (f"the union bound allows up to {n} × α = {bound:.3g}" if bound < 1
+             else "nothing bounds it below 1")
+    return (f"Study-wide control is off (`stats.study_wide: none`): each verdict holds its "
+            f"error rate on its own (α = {alpha:.4g} per claim); across the {n} claims a test "
+            f"decides, the chance that at least one verdict is wrong is not controlled "
+            f"({union}). `stats.study_wide: holm` or `bonferroni` decides them as one family "
+            "at α (docs/claims.md, \"The study as a whole\").")
+
+
 def markdown(table: pd.DataFrame) -> str:
     """The report's "## Claims" section (ends with a newline)."""
     check(table)
@@ -162,15 +202,19 @@ def markdown(table: pd.DataFrame) -> str:
     if not claims:
         return "\n".join(out)
     out.append(rules_text(claims) + "\n")
+    if study := study_wide_text(claims):
+        out.append(study + "\n")
     if registered := registration_text(claims):
         out.append(registered + "\n")
+    on = bool(study_wide_on(claims))
     rows = [[_text(c["claim"]), _text(c["statement"]), _verdict_cell(c),
              _text(c.get("member")) or "–", estimate_text(c), method_text(c),
              threshold_text(c["test"], c["threshold"], c["epsilon"]), holm_text(c) or "–",
-             decisive_p(c), notes(c)]
+             decisive_p(c), *[study_wide_cell(c)] * on, notes(c)]
             for c in claims]
     out.append(md_table(rows, ["claim", "statement", "verdict", "decided by", "estimate [CI]",
-                               "CI", "threshold", "decision interval", "p", "notes"]) + "\n")
+                               "CI", "threshold", "decision interval", "p",
+                               *["study-wide p"] * on, "notes"]) + "\n")
     for c in claims:
         members = members_of(table, c["claim"])
         if len(members) <= 1:

@@ -185,3 +185,19 @@ def holm_text(rec: dict) -> str:
 def level_label(level: float) -> str:
     """'98.33%' for Holm's 1 - 2 alpha / 3 (contracts.ci_label's digits shortened)."""
     return f"{100 * level:.4g}%"
+
+
+def study_wide_on(claims: list[dict]) -> str:
+    """The study-wide control the claims were decided under ('holm', 'bonferroni'); "" where
+    none was (stats.study_wide: none, or a table written before the column)."""
+    methods = {text(c.get("study_wide")) for c in claims} - {"", "none"}
+    return methods.pop() if methods else ""
+
+
+def study_wide_cell(rec: dict) -> str:
+    """'0.0123 (level 0.00833)': the claim's study-wide adjusted p and the level its decisive
+    p was tested at (claims/decide.py `study_wide`); "–" outside the family."""
+    p = num(rec.get("p_study_wide"))
+    if math.isnan(p):
+        return notation.MISSING
+    return f"{fmt(p)} (level {num(rec.get('alpha')):.3g})"

@@ -23,22 +23,25 @@ _TRAINING = tuple(dict.fromkeys(
 # values its members take on each axis (AXIS_KEYS).
 _BI_STATS = ("stats.metric", "stats.interval", "stats.ci",
              ("stats.nboot", "stats.interval"), ("stats.seed", "stats.interval"))
+# Study-wide control decides every claim at its step's level in one family (claims/decide.py
+# `study_wide`): a key of every study's claims.
+_STUDY_WIDE = "stats.study_wide"
 DECIDING_KEYS: dict[str, tuple] = {
     "biencoder": ("base_model", "train_data", "datasets.*", *_TRAINING, "eval.top_k",
-                  *_BI_STATS),
+                  *_BI_STATS, _STUDY_WIDE),
     # The onset's p-value is a bootstrap's whatever the interval method.
     "curves": ("base_model", "train_data", "datasets.*", *_TRAINING, "recipes.*.eval_steps",
                "eval.top_k", "stats.metric", "stats.interval", "stats.ci", "stats.nboot",
-               "stats.seed", "stats.onset_epsilon"),
+               "stats.seed", "stats.onset_epsilon", _STUDY_WIDE),
     "ladder": ("ladder.dataset.name", *stage_settings.LadderData.keys().values(),
                *stage_settings.LadderTrain.keys().values(), "ladder.stats.interval",
                "ladder.stats.ci", ("ladder.stats.nboot", "ladder.stats.interval"),
-               ("ladder.stats.seed", "ladder.stats.interval")),
+               ("ladder.stats.seed", "ladder.stats.interval"), _STUDY_WIDE),
     # The latency ratio's bootstrap, its protocol and coherence checks; the Holm level is
     # stats.ci's.
     "latency": ("base_model", "latency.runs", *dict.fromkeys(
         [*stage_settings.LatencyProfile.keys().values(),
-         *stage_settings.LatencySummary.keys().values()]), "stats.ci"),
+         *stage_settings.LatencySummary.keys().values()]), "stats.ci", _STUDY_WIDE),
 }
 # The grid: each axis a claim's members range over, by the config key that sets it. A
 # ladder config is recorded with its shape (d, L: its rungs k); latency members read every

@@ -271,10 +271,11 @@ Curves = stage("Curves", "stats", "metric interval nboot ci seed onset_epsilon",
 LadderData = stage("LadderData", "ladder.dataset", "n_train n_test split_seed")
 LadderTrain = stage("LadderTrain", "ladder.train", "epochs batch_size lr weight_decay device")
 LadderStats = stage("LadderStats", "ladder.stats", "interval nboot ci seed")
-Claims = stage("Claims", "stats", "interval nboot ci seed",
+Claims = stage("Claims", "stats", "interval nboot ci seed study_wide",
                "The claims (docs/claims.md) and the intervals that decide them: stats.* for "
                "the bi-encoder's, ladder.stats.* for the ladder's, latency.* for the latency "
-               "ratio's bootstrap.", claims="claims", ladder_interval="ladder.stats.interval",
+               "ratio's bootstrap; stats.study_wide, the control across them.", claims="claims",
+               ladder_interval="ladder.stats.interval",
                ladder_nboot="ladder.stats.nboot", ladder_ci="ladder.stats.ci",
                ladder_seed="ladder.stats.seed", latency_nboot="latency.nboot",
                latency_seed="latency.seed")

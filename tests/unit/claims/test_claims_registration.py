@@ -315,6 +315,7 @@ def _status(record: dict, config: dict, claim: dict) -> tuple[str, str]:
     ("recipes.r1.precision", "bf16", "recipes.r1.precision (fp32 -> bf16)"),
     ("benchmarks", ["x"], "benchmarks ([x, y] -> [x])"),
     ("base_model", "m2", "base_model (m1 -> m2)"),
+    ("stats.study_wide", "holm", "stats.study_wide (none -> holm)"),
 ])
 def test_each_deciding_key_edited_after_the_data_makes_the_claim_post_hoc(key, value, named):
     record, _ = _registered(STUDY, [ENDS])
@@ -449,7 +450,10 @@ def test_the_analysis_names_the_grid_and_settings_of_each_study():
     assert ladder["ladder.configs"] == {"c": {"name": "c", "d": 8, "L": 2}}
     assert ladder["ladder.methods"] == ["bp"] and ladder["ladder.train.lr"] == 0.01
     assert ladder["ladder.stats.interval"] == "calibrated" and "ladder.stats.nboot" not in ladder
-    assert not any(k.startswith(("recipes", "stats.", "latency")) for k in ladder)
+    # The one stats.* key a ladder claim reads: the study-wide control, every claim's.
+    assert ladder["stats.study_wide"] == "none"
+    assert not any(k.startswith(("recipes", "stats.", "latency")) for k in ladder
+                   if k != "stats.study_wide")
     latency = an.analysis(lat, grid)
     assert latency["depths"] == [1, 2, 3] and "latency.nboot" in latency
     assert "latency.checks.max_residual" in latency and "stats.ci" in latency

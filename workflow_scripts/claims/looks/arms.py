@@ -15,6 +15,12 @@ from workflow_scripts.core.contracts import BASE
 from workflow_scripts.stats import look_plan
 
 WHERE = "config key adaptive_seeds"
+# A look decides its driving claims at its boundary, a level the spending function fixes for
+# the whole sequence of looks: a study-wide step's level cannot lower it after the fact.
+STUDY_WIDE_REFUSED = ("config key stats.study_wide: study-wide control across claims is not "
+                      "defined with adaptive_seeds (each look decides its driving claims at "
+                      "its boundary's level, which Holm or Bonferroni cannot lower); set "
+                      "stats.study_wide: none, or remove adaptive_seeds")
 
 
 def seeds_at(configured: list[int], n: int) -> list[int]:
@@ -40,10 +46,14 @@ def start(claims: list[Claim], recipe_seeds: dict) -> int:
     return min(len(recipe_seeds[k[0]]) for c in claims for k in trained_arms(c))
 
 
-def errors(adaptive: dict | None, claims: list[Claim], recipe_seeds: dict) -> list[str]:
-    """What makes `adaptive_seeds` unusable with these claims, naming the key."""
+def errors(adaptive: dict | None, claims: list[Claim], recipe_seeds: dict,
+           study_wide: str = "none") -> list[str]:
+    """What makes `adaptive_seeds` unusable with these claims (and stats.study_wide, the
+    control across claims: refused with looks), naming the key."""
     if not adaptive:
         return []
+    if study_wide != "none":
+        return [STUDY_WIDE_REFUSED]
     by_id = {c.id: c for c in claims}
     for i, cid in enumerate(adaptive["claims"]):
         where = f"{WHERE}.claims[{i}]"
