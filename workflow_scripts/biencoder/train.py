@@ -10,9 +10,10 @@ bounded by memory). The final model is saved as safetensors.
 
 A train-once arm (strategy adaptive or matryoshka2d, core/contracts.py TRAIN_ONCE) trains the
 base's bottom `depth` layers (as strategy top) once for every shallower depth: MNRL wrapped in
-AdaptiveLayerLoss, or in Matryoshka2dLoss, with the recipe's train_once_loss settings. Both
-sample prior layers (and dimensions) with Python's `random`, which the trainer seeds and
-saves in every checkpoint, so a resumed run draws what an uninterrupted one draws.
+AdaptiveLayerLoss, or in Matryoshka2dLoss, with the recipe's train_once_loss settings (with
+fixed_depths: those depths every step instead of sampled ones). Both sample prior layers
+(and dimensions) with Python's `random`, which the trainer seeds and saves in every
+checkpoint, so a resumed run draws what an uninterrupted one draws.
 
 CLI: python -m workflow_scripts.biencoder.train --base SPEC --strategy top --depth 3 --seed 42 \
         --settings-json '{...}' --triples data/train/X.parquet --out checkpoints/... \
@@ -142,13 +143,17 @@ def build_loss(model, strategy: str, settings):
     """The recipe's loss (config key recipes.*.loss: MNRL, or cached_mnrl: GradCache's
     CachedMultipleNegativesRankingLoss with the recipe's mini_batch_size), wrapped for a
     train-once arm in AdaptiveLayerLoss (adaptive) or Matryoshka2dLoss (matryoshka2d) with
-    the recipe's train_once_loss settings. Settings recipe_loss.loss_errors refuses (a
-    cached loss in a train-once arm, a missing or too large mini-batch) raise ValueError."""
+    the recipe's train_once_loss settings; with fixed_depths, their fixed-layers form
+    (biencoder/fixed_layers_loss.py: those depths every step, not sampled ones). Settings
+    recipe_loss refuses (a cached loss in a train-once arm, a missing or too large
+    mini-batch, fixed depths with n_layers_per_step) raise ValueError."""
     from sentence_transformers.sentence_transformer import losses
 
     train_once = [strategy] if strategy in contracts.TRAIN_ONCE else []
     errors = recipe_loss.loss_errors("*", {**dataclasses.asdict(settings),
                                            "train_once": train_once})
+    if train_once:
+        errors += recipe_loss.fixed_depth_errors("*", dataclasses.asdict(settings), None)
     if errors:
         raise ValueError("; ".join(errors))
     if settings.loss in recipe_loss.CACHED_LOSSES:
@@ -161,10 +166,18 @@ def build_loss(model, strategy: str, settings):
     layer = {k: getattr(settings, k) for k in (
         "n_layers_per_step", "layer_weighting", "last_layer_weight", "prior_layers_weight",
         "kl_div_weight", "kl_temperature")}
+    dims = {} if strategy == "adaptive" else {
+        "matryoshka_dims": matryoshka_dims(model, settings),
+        "n_dims_per_step": settings.n_dims_per_step}
+    if settings.fixed_depths:
+        from workflow_scripts.biencoder import fixed_layers_loss
+
+        fixed = (fixed_layers_loss.FixedLayersLoss if strategy == "adaptive" else
+                 fixed_layers_loss.FixedLayersMatryoshka2dLoss)
+        return fixed(model, inner, fixed_depths=settings.fixed_depths, **dims, **layer)
     if strategy == "adaptive":
         return losses.AdaptiveLayerLoss(model, inner, **layer)
-    return losses.Matryoshka2dLoss(model, inner, matryoshka_dims(model, settings),
-                                   n_dims_per_step=settings.n_dims_per_step, **layer)
+    return losses.Matryoshka2dLoss(model, inner, **dims, **layer)
 
 
 def matryoshka_dims(model, settings) -> list[int]:

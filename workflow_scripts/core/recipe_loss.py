@@ -1,6 +1,7 @@
-"""A recipe's loss (config keys recipes.NAME.loss and .mini_batch_size): the one check of
-what the training can honour, run by the config check (core/configcheck.py) on every recipe
-and by the training stage (biencoder/train.py) on its settings. Its own module, not
+"""A recipe's loss (config keys recipes.NAME.loss and .mini_batch_size, and the train-once
+arms' fixed layers, .train_once_loss.fixed_depths): the one check of what the training can
+honour, run by the config check (core/configcheck.py) on every recipe and by the training
+stage (biencoder/train.py) on its settings. Its own module, not
 configcheck's: a training's code is its import closure, so the training reruns when this
 check changes, and not when the rest of the config check does.
 
@@ -43,4 +44,29 @@ def loss_errors(name: str, recipe: dict) -> list[str]:
                     f"(recipes.{name}.train_once: {', '.join(recipe['train_once'])}): "
                     "sentence-transformers' AdaptiveLayerLoss and Matryoshka2dLoss do not "
                     "support a gradient-cached loss; give the arms a recipe with loss mnrl")
+    return msgs
+
+
+def fixed_depth_errors(name: str, loss: dict, depths: list[int] | None) -> list[str]:
+    """A train-once loss's fixed layers (config key recipes.NAME.train_once_loss.fixed_depths,
+    `loss` that mapping, defaults left out or not): they replace the sampled ones, so
+    n_layers_per_step, which sets how many are drawn, must stay at its default; and each is
+    one of the configured `depths` below the deepest, the one the arm trains at (the
+    training, which knows only its own depth, checks that against the model: depths None)."""
+    key = f"config key recipes.{name}.train_once_loss"
+    fixed, n = (loss.get(k, schema_node(f"recipes.*.train_once_loss.{k}")[0]["default"])
+                for k in ("fixed_depths", "n_layers_per_step"))
+    if not fixed:
+        return []
+    msgs = []
+    if n != schema_node("recipes.*.train_once_loss.n_layers_per_step")[0]["default"]:
+        msgs.append(f"{key}.n_layers_per_step: {n} prior layers sampled per step, and "
+                    f"fixed_depths {fixed} are trained every step instead: remove one")
+    if depths is not None:
+        shallower = sorted(d for d in depths if d < max(depths))
+        bad = [d for d in fixed if d not in shallower]
+        if bad:
+            msgs.append(f"{key}.fixed_depths: {bad} are not depths below the deepest "
+                        f"({max(depths)}, the layers the arm trains): give some of "
+                        f"{shallower}")
     return msgs

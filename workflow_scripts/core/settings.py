@@ -217,7 +217,7 @@ Train = stage("Train", "recipes.{recipe}", _TRAIN,
 # The train-once arms read their loss's settings too; a per-depth training does not, so
 # changing them retrains only the arms that use them.
 _LOSS = "recipes.{recipe}.train_once_loss."
-_LAYER_LOSS = {k: _LOSS + k for k in ("n_layers_per_step", "layer_weighting",
+_LAYER_LOSS = {k: _LOSS + k for k in ("n_layers_per_step", "fixed_depths", "layer_weighting",
                                       "last_layer_weight", "prior_layers_weight",
                                       "kl_div_weight", "kl_temperature")}
 TrainAdaptive = stage("TrainAdaptive", "recipes.{recipe}", _TRAIN,
