@@ -156,15 +156,19 @@ def test_matryoshka2d_trains_the_full_dimension_and_the_configured_ones(tiny_mod
                     settings=too_wide, triples=data / "t.parquet", out_dir=data / "m2d-x")
 
 
-def test_a_fixed_depths_arm_trains_through_the_trainer(tiny_model, data):
-    """train_once_loss.fixed_depths: the trainer steps the fixed-layers loss (its backward
-    through every fixed depth) and train_summary.json records the depths it trained."""
-    s = settings.TrainMatryoshka2d.from_json(json.dumps(
-        {**BASE, "fixed_depths": [1, 2], "matryoshka_dims": [8], "n_dims_per_step": -1}))
+@pytest.mark.parametrize(("loss", "name"), [
+    ({"fixed_depths": [1, 2], "matryoshka_dims": [8], "n_dims_per_step": -1},
+     "FixedLayersMatryoshka2dLoss"),
+    ({"pairs": [[1, 8], [2, 16]]}, "FixedPairsLoss"),
+])
+def test_a_fixed_layers_arm_trains_through_the_trainer(tiny_model, data, loss, name):
+    """train_once_loss.fixed_depths or .pairs: the trainer steps the fixed-layers loss (its
+    backward through every fixed depth) and train_summary.json records the depths it
+    trained."""
+    s = settings.TrainMatryoshka2d.from_json(json.dumps({**BASE, **loss}))
     summary = train.train(base=str(tiny_model), strategy="matryoshka2d", depth=3, seed=1,
-                          settings=s, triples=data / "t.parquet", out_dir=data / "fixed")
-    assert summary["loss"]["name"] == "FixedLayersMatryoshka2dLoss"
-    assert summary["loss"]["fixed_depths"] == [1, 2] and summary["settings"]["fixed_depths"]
+                          settings=s, triples=data / "t.parquet", out_dir=data / name)
+    assert summary["loss"]["name"] == name and summary["loss"]["fixed_depths"] == [1, 2]
     assert np.isfinite(summary["final_loss"]) and summary["steps"] == BASE["steps"]
 
 

@@ -143,17 +143,19 @@ def build_loss(model, strategy: str, settings):
     """The recipe's loss (config key recipes.*.loss: MNRL, or cached_mnrl: GradCache's
     CachedMultipleNegativesRankingLoss with the recipe's mini_batch_size), wrapped for a
     train-once arm in AdaptiveLayerLoss (adaptive) or Matryoshka2dLoss (matryoshka2d) with
-    the recipe's train_once_loss settings; with fixed_depths, their fixed-layers form
-    (biencoder/fixed_layers_loss.py: those depths every step, not sampled ones). Settings
-    recipe_loss refuses (a cached loss in a train-once arm, a missing or too large
-    mini-batch, fixed depths with n_layers_per_step) raise ValueError."""
+    the recipe's train_once_loss settings; with fixed_depths (or matryoshka2d's pairs),
+    their fixed-layers form (biencoder/fixed_layers_loss.py: those depths every step, not
+    sampled ones). Settings recipe_loss refuses (a cached loss in a train-once arm, a
+    missing or too large mini-batch, fixed layers besides sampling counts) raise
+    ValueError."""
     from sentence_transformers.sentence_transformer import losses
 
     train_once = [strategy] if strategy in contracts.TRAIN_ONCE else []
     errors = recipe_loss.loss_errors("*", {**dataclasses.asdict(settings),
                                            "train_once": train_once})
     if train_once:
-        errors += recipe_loss.fixed_depth_errors("*", dataclasses.asdict(settings), None)
+        errors += recipe_loss.fixed_layer_errors("*", dataclasses.asdict(settings), None,
+                                                 train_once)
     if errors:
         raise ValueError("; ".join(errors))
     if settings.loss in recipe_loss.CACHED_LOSSES:
@@ -166,6 +168,10 @@ def build_loss(model, strategy: str, settings):
     layer = {k: getattr(settings, k) for k in (
         "n_layers_per_step", "layer_weighting", "last_layer_weight", "prior_layers_weight",
         "kl_div_weight", "kl_temperature")}
+    if strategy == "matryoshka2d" and settings.pairs:
+        from workflow_scripts.biencoder.fixed_layers_loss import FixedPairsLoss
+
+        return FixedPairsLoss(model, inner, settings.pairs, **layer)
     dims = {} if strategy == "adaptive" else {
         "matryoshka_dims": matryoshka_dims(model, settings),
         "n_dims_per_step": settings.n_dims_per_step}

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 import jsonschema
 
 from workflow_scripts.core.contracts import PER_DEPTH_REFERENCE
-from workflow_scripts.core.recipe_loss import fixed_depth_errors, loss_errors
+from workflow_scripts.core.recipe_loss import fixed_layer_errors, loss_errors
 from workflow_scripts.core.settings import SCHEMA_FILES, schema
 
 # Keys each data source needs, as a training set and as a benchmark. The BEIR sources need
@@ -100,8 +100,8 @@ def cross_errors(config: dict) -> list[str]:
     msgs += eval_step_errors(config["recipes"]) + train_once_errors(config)
     msgs += [m for name, recipe in config["recipes"].items() for m in loss_errors(name, recipe)]
     msgs += [m for name, recipe in config["recipes"].items() if recipe.get("train_once")
-             for m in fixed_depth_errors(name, recipe.get("train_once_loss", {}),
-                                         config["depths"])]
+             for m in fixed_layer_errors(name, recipe.get("train_once_loss", {}),
+                                         config["depths"], recipe["train_once"])]
     ref = config.get("latency", {}).get("reference_depth")
     if ref is not None and ref not in config["depths"]:
         msgs.append(f"config key latency.reference_depth: {ref} is not one of depths "

@@ -1,9 +1,9 @@
 """A recipe's loss (config keys recipes.NAME.loss and .mini_batch_size, and the train-once
-arms' fixed layers, .train_once_loss.fixed_depths): the one check of what the training can
-honour, run by the config check (core/configcheck.py) on every recipe and by the training
-stage (biencoder/train.py) on its settings. Its own module, not
-configcheck's: a training's code is its import closure, so the training reruns when this
-check changes, and not when the rest of the config check does.
+arms' fixed layers, .train_once_loss.fixed_depths and .pairs): the one check of what the
+training can honour, run by the config check (core/configcheck.py) on every recipe and by
+the training stage (biencoder/train.py) on its settings. Its own module, not configcheck's:
+a training's code is its import closure, so the training reruns when this check changes,
+and not when the rest of the config check does.
 
 Standard library and core/settings.py only.
 """
@@ -47,26 +47,47 @@ def loss_errors(name: str, recipe: dict) -> list[str]:
     return msgs
 
 
-def fixed_depth_errors(name: str, loss: dict, depths: list[int] | None) -> list[str]:
-    """A train-once loss's fixed layers (config key recipes.NAME.train_once_loss.fixed_depths,
-    `loss` that mapping, defaults left out or not): they replace the sampled ones, so
-    n_layers_per_step, which sets how many are drawn, must stay at its default; and each is
-    one of the configured `depths` below the deepest, the one the arm trains at (the
-    training, which knows only its own depth, checks that against the model: depths None)."""
+def fixed_layer_errors(name: str, loss: dict, depths: list[int] | None,
+                       arms: list[str]) -> list[str]:
+    """A train-once loss's fixed layers (config keys recipes.NAME.train_once_loss.fixed_depths
+    and, for the matryoshka2d arm among `arms`, .pairs; `loss` that mapping, defaults left
+    out or not). They replace the sampled layers (and pairs the sampled dimensions too), so
+    the sampling counts stay at their defaults, and pairs, which name matryoshka2d's depths
+    and dimensions, take neither fixed_depths nor matryoshka_dims besides; a pair's depth
+    comes once. Each depth is one of the configured `depths` below the deepest, the one the
+    arm trains at (the training, which knows only its own depth, checks that against the
+    model: depths None)."""
     key = f"config key recipes.{name}.train_once_loss"
-    fixed, n = (loss.get(k, schema_node(f"recipes.*.train_once_loss.{k}")[0]["default"])
-                for k in ("fixed_depths", "n_layers_per_step"))
-    if not fixed:
-        return []
-    msgs = []
-    if n != schema_node("recipes.*.train_once_loss.n_layers_per_step")[0]["default"]:
-        msgs.append(f"{key}.n_layers_per_step: {n} prior layers sampled per step, and "
-                    f"fixed_depths {fixed} are trained every step instead: remove one")
+
+    def get(k):
+        return loss.get(k, _DEFAULTS[k])
+
+    fixed, pairs = get("fixed_depths"), get("pairs") if "matryoshka2d" in arms else []
+    msgs, named = [], {"fixed_depths": fixed, "pairs": [d for d, _ in pairs]}
+    if fixed and get("n_layers_per_step") != _DEFAULTS["n_layers_per_step"]:
+        msgs.append(f"{key}.n_layers_per_step: {get('n_layers_per_step')} prior layers sampled "
+                    f"per step, and fixed_depths {fixed} are trained every step instead: "
+                    "remove one")
+    if pairs:
+        for k in ("fixed_depths", "matryoshka_dims", "n_layers_per_step", "n_dims_per_step"):
+            if get(k) != _DEFAULTS[k]:
+                msgs.append(f"{key}.{k}: {get(k)} besides pairs {pairs}, which name every "
+                            "depth and dimension matryoshka2d trains, each step: remove one")
+        twice = sorted({d for d in named["pairs"] if named["pairs"].count(d) > 1})
+        if twice:
+            msgs.append(f"{key}.pairs: depths {twice} come more than once; give each depth "
+                        "one dimension")
     if depths is not None:
         shallower = sorted(d for d in depths if d < max(depths))
-        bad = [d for d in fixed if d not in shallower]
-        if bad:
-            msgs.append(f"{key}.fixed_depths: {bad} are not depths below the deepest "
-                        f"({max(depths)}, the layers the arm trains): give some of "
-                        f"{shallower}")
+        for k, given in named.items():
+            bad = sorted({d for d in given if d not in shallower})
+            if bad:
+                msgs.append(f"{key}.{k}: {bad} are not depths below the deepest "
+                            f"({max(depths)}, the layers the arm trains): give some of "
+                            f"{shallower}")
     return msgs
+
+
+_DEFAULTS = {k: schema_node(f"recipes.*.train_once_loss.{k}")[0]["default"]
+             for k in ("fixed_depths", "pairs", "matryoshka_dims", "n_layers_per_step",
+                       "n_dims_per_step")}

@@ -226,7 +226,8 @@ TrainAdaptive = stage("TrainAdaptive", "recipes.{recipe}", _TRAIN,
 TrainMatryoshka2d = stage("TrainMatryoshka2d", "recipes.{recipe}", _TRAIN,
                           "Train plus Matryoshka2dLoss's settings (train-once arm "
                           "matryoshka2d).", max_seq_length="max_seq_length", **_LAYER_LOSS,
-                          **{k: _LOSS + k for k in ("matryoshka_dims", "n_dims_per_step")})
+                          **{k: _LOSS + k for k in ("matryoshka_dims", "n_dims_per_step",
+                                                     "pairs")})
 # The settings class of a training job, by its strategy (per-depth strategies: Train).
 TRAIN_ONCE_SETTINGS = {"adaptive": TrainAdaptive, "matryoshka2d": TrainMatryoshka2d}
 

@@ -1,7 +1,8 @@
-"""Fixed-layers training (config key recipes.NAME.train_once_loss.fixed_depths): one step's
-loss of a train-once arm is the last layer's term plus every fixed depth's, recomputed here
-from the model's hidden states; without the key the library samples as before; the
-combinations the training cannot honour are refused naming the key."""
+"""Fixed-layers training (config keys recipes.NAME.train_once_loss.fixed_depths and .pairs):
+one step's loss of a train-once arm is the last layer's term plus every fixed depth's (a
+pair's at its dimension), recomputed here from the model's hidden states; without the keys
+the library samples as before; the combinations the training cannot honour are refused
+naming the key."""
 
 from __future__ import annotations
 
@@ -54,10 +55,11 @@ def _layer_embeddings(model, features) -> dict[int, list[torch.Tensor]]:
     return out
 
 
-def _by_hand(model, layers, dims=(None,)) -> float:
+def _by_hand(model, layers, dims=(None,), pairs=None) -> float:
     """The last layer's MNRL (summed over `dims`, MatryoshkaLoss's truncate-and-normalise)
-    plus the mean over `layers` of theirs, plus each layer's KL divergence to the last
-    (full-dimension embeddings, temperature T): AdaptiveLayerLoss's terms at weights 1."""
+    plus the mean over `layers` of theirs (with `pairs`, {depth: dim}: each at its own
+    dimension), plus each layer's KL divergence to the last (full-dimension embeddings,
+    temperature T): AdaptiveLayerLoss's terms at weights 1."""
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     mnrl = MultipleNegativesRankingLoss(model)
@@ -67,7 +69,7 @@ def _by_hand(model, layers, dims=(None,)) -> float:
     def term(d):
         return sum(mnrl.compute_loss_from_embeddings(
             [e if dim is None else F.normalize(e[:, :dim], dim=-1) for e in emb[d]], None)
-            for dim in dims)
+            for dim in ([pairs[d]] if pairs and d in pairs else dims))
 
     def kl(d):
         teacher = F.softmax(torch.cat(emb[last]) / T, dim=-1)
@@ -107,6 +109,18 @@ def test_matryoshka2d_with_fixed_depths_and_every_dimension_trains_the_whole_gri
     assert value == pytest.approx(_by_hand(model, [1, 2], dims=(32, 16, 8)), rel=1e-5)
 
 
+def test_pairs_train_each_depth_at_its_dimension_and_the_last_layer_at_the_full_one(model):
+    fn, value = _loss(model, "matryoshka2d", pairs=[[2, 16], [1, 8]])
+    assert type(fn).__name__ == "FixedPairsLoss"
+    assert fn.get_config_dict()["pairs"] == [[1, 8], [2, 16]]
+    assert value == pytest.approx(_by_hand(model, [1, 2], pairs={1: 8, 2: 16}), rel=1e-5)
+    # Not the grid: every depth at both dimensions and the full one.
+    assert value != pytest.approx(_by_hand(model, [1, 2], dims=(32, 16, 8)), rel=1e-5)
+    with pytest.raises(ValueError, match=r"train_once_loss\.pairs: dimensions \[64\] exceed "
+                                         r"the model's embedding dimension 32"):
+        _loss(model, "matryoshka2d", pairs=[[1, 64]])
+
+
 def test_without_fixed_depths_the_library_samples_one_layer_as_before(model):
     from sentence_transformers.sentence_transformer.losses import AdaptiveLayerLoss
 
@@ -119,8 +133,8 @@ def test_without_fixed_depths_the_library_samples_one_layer_as_before(model):
 
 
 def test_a_fixed_depth_the_model_lacks_is_refused(model):
-    with pytest.raises(ValueError, match=r"train_once_loss\.fixed_depths: \[3\] are not depths "
-                                         r"below the trained model's 3 layers"):
+    with pytest.raises(ValueError, match=r"train_once_loss\.fixed_depths: depths \[3\] are "
+                                         r"not below the trained model's 3 layers"):
         _loss(model, "adaptive", fixed_depths=[1, 3])
 
 
@@ -147,6 +161,30 @@ def test_fixed_depths_the_arm_cannot_train_are_refused_naming_the_key(loss, mess
     configcheck.check_config(cfg)
 
 
+@pytest.mark.parametrize(("loss", "message"), [
+    ({"pairs": [[1, 8]], "matryoshka_dims": [8]},
+     "config key recipes.short.train_once_loss.matryoshka_dims: [8] besides pairs [[1, 8]], "
+     "which name every depth and dimension matryoshka2d trains, each step: remove one"),
+    ({"pairs": [[1, 8]], "fixed_depths": [1]},
+     "config key recipes.short.train_once_loss.fixed_depths: [1] besides pairs"),
+    ({"pairs": [[1, 8]], "n_dims_per_step": -1},
+     "config key recipes.short.train_once_loss.n_dims_per_step: -1 besides pairs"),
+    ({"pairs": [[1, 8], [1, 16]]},
+     "config key recipes.short.train_once_loss.pairs: depths [1] come more than once"),
+    ({"pairs": [[3, 8]]}, "config key recipes.short.train_once_loss.pairs: [3] are not depths "
+                          "below the deepest"),
+    ({"pairs": [[1, 8, 2]]}, "config key recipes.short.train_once_loss.pairs[0]"),
+])
+def test_pairs_matryoshka2d_cannot_train_are_refused_naming_the_key(loss, message):
+    cfg = _default_config()
+    cfg["recipes"]["short"].update(train_once=["matryoshka2d"], train_once_loss=loss)
+    with pytest.raises(ValueError) as e:
+        configcheck.check_config(copy.deepcopy(cfg))
+    assert message in str(e.value)
+    cfg["recipes"]["short"]["train_once_loss"] = {"pairs": [[1, 8], [2, 16]]}
+    configcheck.check_config(cfg)
+
+
 def test_fixed_depths_are_a_training_setting_of_the_arms_only():
     """The key reaches the train-once jobs' settings (rerun trigger, trainer state's
     fingerprint, train_summary.json) and the claims' deciding keys; per-depth training
@@ -162,5 +200,16 @@ def test_fixed_depths_are_a_training_setting_of_the_arms_only():
     assert Train.from_config(cfg, recipe="short") == before[Train]
     for cls in (TrainAdaptive, TrainMatryoshka2d):
         assert cls.from_config(cfg, recipe="short").to_json() != before[cls].to_json()
-    key = "recipes.*.train_once_loss.fixed_depths"
-    assert key in DECIDING_KEYS["biencoder"] and key in DECIDING_KEYS["curves"]
+    cfg["recipes"]["short"]["train_once_loss"]["pairs"] = [[1, 8]]  # matryoshka2d's only
+    assert TrainAdaptive.from_config(cfg, recipe="short").to_json() == TrainAdaptive.from_config(
+        _with(cfg, pairs=[]), recipe="short").to_json()
+    assert TrainMatryoshka2d.from_config(cfg, recipe="short").pairs == [[1, 8]]
+    for key in ("fixed_depths", "pairs"):
+        key = f"recipes.*.train_once_loss.{key}"
+        assert key in DECIDING_KEYS["biencoder"] and key in DECIDING_KEYS["curves"]
+
+
+def _with(cfg: dict, **loss) -> dict:
+    out = copy.deepcopy(cfg)
+    out["recipes"]["short"]["train_once_loss"].update(loss)
+    return out
