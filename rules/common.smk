@@ -89,9 +89,10 @@ def local_files(name, files):
     return [os.path.join(path, f) for f in files] if path else []
 
 
-def at_depths(template):
-    """A template's files at every depth (one-pass jobs): {depth} filled, the rest kept."""
-    return [template.replace("{depth}", str(d)) for d in PLAN.depths]
+def at_depths(template, depths=None):
+    """A template's files at every depth, or at `depths` (one-pass jobs): {depth} filled,
+    the rest kept."""
+    return [template.replace("{depth}", str(d)) for d in depths or PLAN.depths]
 
 
 def snapshots_source(wc, input, output):

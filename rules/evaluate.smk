@@ -4,7 +4,10 @@
 # - which model: a trained per-depth model; a train-once model, whose weights do not depend
 #   on depth, evaluated at every depth from one forward pass (one file per depth); the
 #   untrained truncated base ("step 0": recipe base, seed -1), per depth or, for strategy top
-#   (one model cut at different layers), at every depth from one pass.
+#   (one model cut at different layers), at every depth from one pass; the
+#   fine-tuned-then-truncated arm, a recipe's deepest per-depth model (no training of its
+#   own: the plan's truncation_source) cut to each shallower depth by its strategy's rule,
+#   per depth or, for strategy top, at every shallower depth from one pass.
 # - what of it: the final model, or (a recipe with eval_steps) its learning-curve snapshots
 #   and its final model, the curve's last point, in one job (one import, the benchmark
 #   tokenized once): a file with a `step` column and the final model's own file.
@@ -17,6 +20,7 @@
 TRAINED = f"{PATHS.MODEL_DIR}/model.safetensors"
 ONE_PASS_MODEL = PATHS.MODEL_DIR.replace("{depth}", str(PLAN.max_depth))
 ALL_DEPTHS = "--depths " + " ".join(map(str, PLAN.depths))
+SHALLOWER = PLAN.depths[:-1]
 
 
 rule evaluate_trained:
@@ -142,3 +146,32 @@ use rule evaluate_steps as evaluate_steps_train_once with:
     params:
         depths=ALL_DEPTHS,
         out=lambda wc, output: spaced(output.steps),
+
+
+use rule evaluate_trained as evaluate_truncated with:
+    input:
+        model=lambda wc: PLAN.truncation_source(wc.recipe, wc.strategy, wc.seed),
+        data=lambda wc: paths.beir_files(wc.benchmark),
+        code=code("biencoder.evaluate"),
+    output:
+        PATHS.EVAL,
+    log:
+        PATHS.log(
+            "evaluate_truncated/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}"
+        ),
+    wildcard_constraints:
+        **PLAN.evaluation_constraints("evaluate_truncated"),
+
+
+use rule evaluate_truncated as evaluate_truncated_one_pass with:
+    output:
+        at_depths(PATHS.EVAL, SHALLOWER),
+    log:
+        PATHS.log(
+            "evaluate_truncated_one_pass/{recipe}/{strategy}/seed{seed}/{benchmark}"
+        ),
+    wildcard_constraints:
+        **PLAN.evaluation_constraints("evaluate_truncated_one_pass"),
+    params:
+        depths="--depths " + " ".join(map(str, SHALLOWER)),
+        out=lambda wc, output: spaced(output),

@@ -2,7 +2,8 @@
 # by default (stats.interval), the Multi-Bootstrap's interval beside each. Then the learning
 # curves (recipes with eval_steps: per step the interval, best -> last, the onset) and each
 # trained arm's training cost (steps x layers trained, measured seconds) from its trainings'
-# summaries (a train-once arm's one training serves every depth).
+# summaries (a train-once arm's one training serves every depth; a fine-tuned-then-truncated
+# arm is costed by the deepest per-depth trainings it cuts).
 
 
 rule stats:
@@ -71,8 +72,10 @@ rule compute:
     params:
         models=json.dumps([list(m) for m in PLAN.models()]),
         depths=" ".join(map(str, PLAN.depths)),
+        truncated=json.dumps(PLAN.truncated_recipe_arms()),
     shell:
         run_stage(
             "biencoder.compute --summaries {input.summaries} --models-json"
-            " {params.models:q} --depths {params.depths} --out {output}",
+            " {params.models:q} --depths {params.depths} --truncated-json"
+            " {params.truncated:q} --out {output}",
         )

@@ -25,7 +25,9 @@ from workflow_scripts.core.contracts import (
     PER_DEPTH_REFERENCE,
     STATS_TABLES,
     TRAIN_ONCE,
+    TRUNCATED,
     snapshot_steps,
+    truncated_cut,
 )
 from workflow_scripts.ladder import KINDS, METHODS
 
@@ -51,9 +53,11 @@ _FIGURE = {f.name: f for f in BIENCODER_FIGURES}
 
 # The evaluation rules (rules/evaluate.smk), by what each evaluates: which model (a trained
 # per-depth model; a train-once model at every depth from one pass; the untrained base per
-# depth, or for strategy top, one model cut at different layers, at every depth from one pass)
-# and whether with the learning curve's snapshots (a recipe with eval_steps). The one
-# registry: the rules' wildcard constraints and evaluation_jobs() both read it.
+# depth, or for strategy top, one model cut at different layers, at every depth from one pass;
+# the deepest per-depth model cut to a shallower depth, the fine-tuned-then-truncated arm,
+# per depth or, for strategy top, at every shallower depth from one pass) and whether with
+# the learning curve's snapshots (a recipe with eval_steps). The one registry: the rules'
+# wildcard constraints and evaluation_jobs() both read it.
 EVALUATIONS = {
     "evaluate_trained": ("per_depth", False),
     "evaluate_train_once": ("train_once", False),
@@ -61,6 +65,8 @@ EVALUATIONS = {
     "evaluate_steps_train_once": ("train_once", True),
     "evaluate_base": ("base", False),
     "evaluate_base_one_pass": ("base_one_pass", False),
+    "evaluate_truncated": ("truncated", False),
+    "evaluate_truncated_one_pass": ("truncated_one_pass", False),
 }
 
 
@@ -133,13 +139,46 @@ class StudyPlan:
         return [*self.strategies, *self.recipes[recipe]["train_once"]]
 
     def trained_arms(self) -> list[tuple[str, str, int]]:
-        """(recipe, strategy, depth) of every trained arm; a train-once arm has every depth."""
+        """(recipe, strategy, depth) of every arm with trainings of its own; a train-once arm
+        has every depth."""
         return [(r, s, d) for r in self.recipes for s in self.recipe_strategies(r)
                 for d in self.depths]
 
+    def truncated_strategies(self, recipe: str) -> list[str]:
+        return truncated_strategies(self.config, recipe)
+
+    def truncated_arms(self) -> list[tuple[str, str, int]]:
+        """(recipe, strategy, depth) of every fine-tuned-then-truncated arm: at each depth
+        shallower than the deepest (there it is the per-depth model)."""
+        return [(r, s, d) for r in self.recipes for s in self.truncated_strategies(r)
+                for d in self.depths[:-1]]
+
+    def truncated_recipe_arms(self) -> list[list[str]]:
+        """[recipe, strategy] of every fine-tuned-then-truncated arm (the compute stage's)."""
+        return [[r, s] for r in self.recipes for s in self.truncated_strategies(r)]
+
+    def evaluated_arms(self) -> list[tuple[str, str, int]]:
+        """Every arm of trained weights: the trained arms and the truncated ones."""
+        return [*self.trained_arms(), *self.truncated_arms()]
+
+    def truncation_source(self, recipe: str, strategy: str, seed) -> str:
+        """The weights a fine-tuned-then-truncated arm cuts: its strategy's per-depth model
+        at the deepest depth, of the same recipe and seed (that training, no other)."""
+        return self.model_file(recipe, strategy, self.max_depth, seed)
+
+    def model_file(self, recipe: str, strategy: str, depth: int, seed) -> str:
+        """The weights behind an arm at a depth and seed: its own model, or (a truncated
+        arm) the per-depth model it cuts."""
+        folder = self.paths.MODEL_DIR.format(recipe=recipe,
+                                             strategy=truncated_cut(strategy) or strategy,
+                                             depth=self.model_depth(strategy, depth), seed=seed)
+        return f"{folder}/model.safetensors"
+
     def model_depth(self, strategy: str, depth: int) -> int:
-        """The trained depth behind an arm's depth: a train-once model holds the deepest."""
-        return self.max_depth if strategy in TRAIN_ONCE else int(depth)
+        """The trained depth behind an arm's depth: a train-once model, and the model a
+        truncated arm cuts, hold the deepest."""
+        return self.max_depth if strategy in TRAIN_ONCE or truncated_cut(strategy) else int(
+            depth)
 
     def models(self) -> list[tuple[str, str, int, int]]:
         """(recipe, strategy, trained depth, seed) of every model to train: one per seed for a
@@ -157,15 +196,17 @@ class StudyPlan:
         return [f"{self.paths.MODEL_DIR.format(recipe=r, strategy=s, depth=d, seed=seed)}/"
                 "train_summary.json" for r, s, d, seed in self.models()]
 
-    def arm_seeds(self, recipes=None) -> list[dict]:
-        """The wildcards of every trained arm's evaluation folder (of `recipes`, or all)."""
+    def arm_seeds(self, recipes=None, arms=None) -> list[dict]:
+        """The wildcards of every trained arm's evaluation folder (of `recipes`, or all; of
+        `arms`, or the trained arms)."""
         return [dict(recipe=r, strategy=s, depth=d, seed=seed)
-                for r, s, d in self.trained_arms() if recipes is None or r in recipes
-                for seed in self.recipes[r]["seeds"]]
+                for r, s, d in (self.trained_arms() if arms is None else arms)
+                if recipes is None or r in recipes for seed in self.recipes[r]["seeds"]]
 
     def trained_eval_files(self) -> list[str]:
-        return [self.paths.EVAL.format(**a, benchmark=b) for a in self.arm_seeds()
-                for b in self.benchmarks]
+        """The evaluations of every arm of trained weights, the truncated arms' included."""
+        return [self.paths.EVAL.format(**a, benchmark=b)
+                for a in self.arm_seeds(arms=self.evaluated_arms()) for b in self.benchmarks]
 
     def base_eval_files(self) -> list[str]:
         return [self.paths.BASE_EVAL.format(strategy=s, depth=d, benchmark=b)
@@ -188,6 +229,13 @@ class StudyPlan:
         """An evaluation rule's wildcard constraints (EVALUATIONS): the recipes and
         strategies it evaluates, so that exactly one rule makes each evaluation."""
         model, curve = EVALUATIONS[rule]
+        if model.startswith("truncated"):
+            one_pass = model == "truncated_one_pass"
+            arms = [(r, s) for r, s, _ in self.truncated_arms()
+                    if (truncated_cut(s) == PER_DEPTH_REFERENCE) == one_pass]
+            return {"recipe": regex(dict.fromkeys(r for r, _ in arms)),
+                    "strategy": regex(dict.fromkeys(s for _, s in arms)),
+                    **({} if one_pass else {"depth": regex(self.depths[:-1])})}
         if model.startswith("base"):
             one_pass = model == "base_one_pass"
             return {"strategy": regex(s for s in self.strategies
@@ -198,7 +246,10 @@ class StudyPlan:
 
     def evaluation_rule(self, strategy: str, recipe: str | None = None) -> str:
         """The rule that evaluates an arm (recipe None: the base's)."""
-        if recipe is None:
+        if truncated_cut(strategy):
+            model, curve = ("truncated_one_pass" if truncated_cut(strategy) ==
+                            PER_DEPTH_REFERENCE else "truncated"), False
+        elif recipe is None:
             model, curve = ("base_one_pass" if strategy == PER_DEPTH_REFERENCE else "base"), False
         else:
             model = "train_once" if strategy in TRAIN_ONCE else "per_depth"
@@ -231,11 +282,19 @@ class StudyPlan:
                             final = [p.EVAL.format(**w, depth=d) for d in depths]
                             steps = [p.EVAL_STEPS.format(**w, depth=d) for d in depths]
                             jobs.append((rule, steps + final if curve else final))
+            for s in self.truncated_strategies(r):
+                rule = self.evaluation_rule(s, r)
+                for seed in self.recipes[r]["seeds"]:
+                    for b in self.benchmarks:
+                        files = [p.EVAL.format(recipe=r, strategy=s, seed=seed, benchmark=b,
+                                               depth=d) for d in self.depths[:-1]]
+                        jobs += [(rule, files)] if rule.endswith("one_pass") else [
+                            (rule, [f]) for f in files]
         return jobs
 
     def expected_grid(self) -> str:
         """The grid the stats stage checks its evaluations against (core/arms.py)."""
-        trained = [[r, s, d, self.recipes[r]["seeds"]] for r, s, d in self.trained_arms()]
+        trained = [[r, s, d, self.recipes[r]["seeds"]] for r, s, d in self.evaluated_arms()]
         base = [[BASE, s, d, [-1]] for s in self.strategies for d in self.depths]
         return json.dumps({"benchmarks": self.benchmarks, "arms": base + trained})
 
@@ -384,6 +443,17 @@ def _schema_default(key: str):
     return schema_node(key)[0]["default"]
 
 
+def truncated_strategies(config: dict, recipe: str) -> list[str]:
+    """A recipe's fine-tuned-then-truncated arms (its key `truncated`, the schema's default
+    where a partial config lacks it): one per layer-dropping strategy of the config, where
+    the grid has a depth shallower than its deepest."""
+    spec = config["recipes"].get(recipe, {})
+    on = spec["truncated"] if "truncated" in spec else _schema_default("recipes.*.truncated")
+    if not on or len(set(config["depths"])) < 2:
+        return []
+    return [TRUNCATED[s] for s in config["strategies"] if s in TRUNCATED]
+
+
 def claims_grid(config: dict, metrics=METRICS, ladder_methods=METHODS, layers: int = 0) -> dict:
     """The arms a config produces, in the config's order (claims/grid.py's Grid as a dict);
     the untrained base is the recipe `base`. Works on a partial config (tests, the claims
@@ -407,6 +477,9 @@ def claims_grid(config: dict, metrics=METRICS, ladder_methods=METHODS, layers: i
         datasets = list(config.get("datasets", {}))
         with_curve = [r for r, spec in recipes.items() if spec.get("eval_steps")]
         curves = [a for a in bi if a["recipe"] in with_curve] or None
+        # The truncated arms have no learning curve: their weights are one final model's.
+        bi += [{"recipe": r, "strategy": s, "depth": d} for r in recipes
+               for s in truncated_strategies(config, r) for d in depths[:-1]]
         curve_metric = config.get("stats", {}).get("metric", metrics[0])
     lad, ladder_seeds = None, []
     if "ladder" in config:

@@ -23,7 +23,10 @@ def tiny_config(model_dir) -> dict:
         "strategies": ["top"],
         "max_seq_length": 32,
         "recipes": {
-            "r1": {"batch_size": 4, "steps": 2, "lr": 1e-3, "warmup": 0, "seeds": [1, 2]},
+            # r1 without the fine-tuned-then-truncated arm (the recipe key off), r4 with it
+            # (the default): r4's top2 models cut to depth 1, evaluations only
+            "r1": {"batch_size": 4, "steps": 2, "lr": 1e-3, "warmup": 0, "seeds": [1, 2],
+                   "truncated": False},
             "r4": {"batch_size": 4, "steps": 8, "lr": 1e-3, "warmup": 0, "seeds": [1, 2],
                    "eval_steps": [2, 4, 8],  # a learning curve: snapshots at 2 and 4
                    "train_once": ["adaptive"]},  # one training per seed serves depths 1, 2
@@ -61,14 +64,19 @@ TINY_LADDER = {
 }
 
 
-# One claim of each study (bi-encoder, latency, ladder) and of the train-once arm, so that
-# the tiny run decides them. `budget` leaves r4's strategy out: its per-depth one, top.
+# One claim of each study (bi-encoder, latency, ladder), of the train-once arm and of the
+# fine-tuned-then-truncated arm, so that the tiny run decides them. `budget` leaves r4's
+# strategy out: its per-depth one, top.
 TINY_CLAIMS = [
     {"id": "deeper-helps", "statement": "Two layers beat one at r1",
      "a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r1", "depth": 2}, "test": "greater"},
     {"id": "per-depth-beats-train-once", "statement": "Per-depth training beats adaptive",
      "for_each": {"depth": "all"}, "a": {"recipe": "r4", "strategy": "adaptive"},
      "b": {"recipe": "r4", "strategy": "top"}, "test": "greater"},
+    {"id": "per-depth-beats-truncated", "statement": "Per-depth training beats truncating",
+     "for_each": {"strategy": "truncated", "depth": "all"},
+     "a": {"recipe": "r4", "strategy": "truncated"}, "b": {"recipe": "r4", "strategy": "top"},
+     "test": "greater"},
     {"id": "budget", "statement": "r4 is no better than r1 at any depth",
      "for_each": {"depth": "all"}, "a": {"recipe": "r1"}, "b": {"recipe": "r4"},
      "test": "less", "threshold": 0.05},

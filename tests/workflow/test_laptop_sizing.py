@@ -44,14 +44,18 @@ def test_training_and_evaluation_work_follow_the_config(laptop_plan):
     models = 1 + len([s for s in spec.get("eval_steps", []) if s < spec["steps"]])
     per_depth = len(depths) * len(spec["seeds"]) * len(cfg["benchmarks"])
     train_once = len(spec["train_once"]) * len(spec["seeds"]) * len(cfg["benchmarks"])
-    # The base and every train-once model: one pass at the deepest depth per benchmark
+    truncated = len(spec["seeds"]) * len(cfg["benchmarks"])  # the recipe's default: on
+    # The base and every train-once model: one pass at the deepest depth per benchmark; each
+    # deepest per-depth model cut to the shallower depths: one pass at the deepest of those
     assert sorted(evals) == sorted(
         [(b, d, models) for d in depths for b in cfg["benchmarks"]
          for _ in range(len(spec["seeds"]))]
         + [(b, max(depths), models) for b in cfg["benchmarks"]
            for _ in range(len(spec["seeds"]) * len(spec["train_once"]))]
+        + [(b, sorted(depths)[-2], 1) for b in cfg["benchmarks"]
+           for _ in range(len(spec["seeds"]))]
         + [(b, max(depths), 1) for b in cfg["benchmarks"]])
-    assert len(evals) == per_depth + train_once + len(cfg["benchmarks"])
+    assert len(evals) == per_depth + train_once + truncated + len(cfg["benchmarks"])
 
 
 def _figures(step=1.0, encode=10.0):

@@ -108,6 +108,17 @@ def test_laptop_study_runs_end_to_end_on_served_data(six_layer_model, tmp_path):
                  *(f"data/beir/{b}/DATACARD.md" for b in config["benchmarks"])]
         assert all(f"### {c}\n" in results for c in cards)
         assert (wd / cards[0]).read_text().split("\n", 1)[1].strip() in results
+        # The fine-tuned-then-truncated arm: each seed's L6 model cut to L1-L3, decided
+        import pandas as pd
+
+        table = pd.read_parquet(wd / "results/laptop/claims.parquet")
+        rows = table[table.claim == "per-depth-beats-truncated"]
+        print(rows[["row", "member", "estimate", "ci_low", "ci_high", "verdict"]].to_string())
+        bench = "all" if len(config["benchmarks"]) > 1 else config["benchmarks"][0]
+        assert list(rows[rows.row == "member"].member) == [
+            f"msmarco/top{d} − msmarco/truncated{d} [{bench}]"
+            for d in sorted(config["depths"])[:-1]]
+        assert rows[rows.row == "claim"].verdict.iloc[0] != "not-applicable"
 
         # SciFact's training pairs: the train split, test queries kept out, each file's sha256
         card = (wd / "data/train/scifact-train.DATACARD.md").read_text()

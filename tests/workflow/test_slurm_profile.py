@@ -11,7 +11,7 @@ from conftest import ROOT, job_counts, snakemake
 
 GPU_RULES = {"train", "evaluate_trained", "evaluate_steps", "evaluate_base",
              "evaluate_base_one_pass", "evaluate_train_once", "evaluate_steps_train_once",
-             "latency_run"}
+             "evaluate_truncated", "evaluate_truncated_one_pass", "latency_run"}
 
 
 def job_resources(output: str) -> list[tuple[str, str]]:
@@ -36,6 +36,7 @@ def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path,
     assert counts["train"] == 26 and "evaluate_trained" not in counts
     assert counts["evaluate_steps"] == 60  # every model's weights and snapshots, per benchmark
     assert counts["evaluate_steps_train_once"] == 18 and "evaluate_train_once" not in counts
+    assert counts["evaluate_truncated_one_pass"] == 15  # 5 cut models x 3 benchmarks
     jobs = job_resources(out)
     assert len(jobs) == sum(counts.values())
     for rule, resources in jobs:
@@ -46,9 +47,10 @@ def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path,
             assert "gpu=" not in resources, (rule, resources)
     assert all("slurm_extra=--exclusive" in r for rule, r in jobs if rule == "latency_run")
     # One group job per model (20 per-depth, 6 train-once: its final model and its snapshots
-    # on 3 benchmarks, every depth) and one for the untrained base (every depth, one pass).
+    # on 3 benchmarks, every depth; 5 deepest per-depth models cut to the shallower depths)
+    # and one for the untrained base (every depth, one pass).
     groups = re.findall(r"Group job (eval_\S+) ", out)
-    assert len(groups) == len(set(groups)) == 20 + 6 + 1
+    assert len(groups) == len(set(groups)) == 20 + 6 + 5 + 1
 
 
 def test_slurm_profile_names_only_existing_rules():

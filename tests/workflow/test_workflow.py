@@ -32,6 +32,9 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert "evaluate_train_once" not in counts
     assert counts["evaluate_steps"] == 4 * len(TINY_BENCHMARKS)
     assert counts["evaluate_steps_train_once"] == 2 * len(TINY_BENCHMARKS)
+    # r4's top2 models cut to depth 1, one job per model and benchmark; r1 has the arm off
+    assert counts["evaluate_truncated_one_pass"] == 2 * len(TINY_BENCHMARKS)
+    assert "evaluate_truncated" not in counts
     assert counts["curves"] == 1 and counts["figure_learning_curves"] == 1
     assert counts["compute"] == 1 and counts["figure_quality_vs_compute"] == 1
     for recipe in ("r1", "r4"):
@@ -48,6 +51,7 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     snaps = contracts.read_eval(wd / "results/default/eval/r4/top2/seed1/steps/tiny-a.parquet")
     assert sorted(snaps.step.unique()) == [2, 4] and len(snaps) == 2 * 12
     _check_train_once_arm(wd)
+    _check_truncated_arm(wd)
     cur = pd.read_parquet(wd / "results/default/stats/curves.parquet")
     assert set(cur.recipe) == {"r4"} and sorted(cur.step.unique()) == [0, 2, 4, 8]
     assert set(cur.strategy) == {"top", "adaptive"}
@@ -72,7 +76,8 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert set(ci.benchmark) == {*TINY_BENCHMARKS, "all"}
     assert (ci.ci_low <= ci.estimate).all() and (ci.estimate <= ci.ci_high).all()
     comp = pd.read_parquet(wd / "results/default/stats/comparisons.parquet")
-    assert set(comp.kind) == {"trained_vs_base", "depth", "recipe", "train_once"}
+    assert set(comp.kind) == {"trained_vs_base", "depth", "recipe", "train_once", "strategy",
+                              "truncated"}
     once = comp[comp.kind == "train_once"]
     assert set(zip(once.a, once.b, strict=True)) == {("r4/top1", "r4/adaptive1"),
                                                      ("r4/top2", "r4/adaptive2")}
@@ -124,6 +129,44 @@ def _check_train_once_arm(wd) -> None:
     assert once.arm_layer_steps == 2 * 16 and top.arm_layer_steps == 2 * (8 + 16)
 
 
+def _check_truncated_arm(wd) -> None:
+    """r4's fine-tuned-then-truncated arm: its top2 models cut to depth 1 (no training of its
+    own, no row at depth 2), its files naming the model cut; in the statistics, the compute
+    table (the top2 trainings, counted in full) and the claims."""
+    assert not list((wd / "checkpoints/default").glob("*/truncated*"))
+    assert not (wd / "results/default/eval/r4/truncated2").exists()
+    assert not (wd / "results/default/eval/r1/truncated1").exists()  # r1: truncated off
+    df = contracts.read_eval(wd / "results/default/eval/r4/truncated1/seed2/tiny-b.parquet")
+    assert set(df.strategy) == {"truncated"} and set(df.depth) == {1} and len(df) == 12
+    cut = df.attrs["provenance"]["truncated_from"]
+    assert cut["model"] == "checkpoints/default/r4/top2/seed2"
+    assert cut["summary"] == "checkpoints/default/r4/top2/seed2/train_summary.json"
+    assert (cut["trained_strategy"], cut["trained_depth"], cut["seed"]) == ("top", 2, 2)
+    assert (cut["cut"], cut["depth"], cut["kept_layers"]) == ("top", 1, [0])
+    ci = pd.read_parquet(wd / "results/default/stats/ci.parquet")
+    arm = ci[ci.strategy == "truncated"]
+    assert set(zip(arm.recipe, arm.depth, strict=True)) == {("r4", 1)}
+    assert set(arm.benchmark) == {*TINY_BENCHMARKS, "all"} and set(arm.n_seeds) == {2}
+    comp = pd.read_parquet(wd / "results/default/stats/comparisons.parquet")
+    vs = comp[comp.kind == "truncated"]
+    assert set(zip(vs.a, vs.b, strict=True)) == {("r4/top1", "r4/truncated1")}
+    assert set(vs.design) == {"paired"}
+    vs_base = comp[(comp.kind == "trained_vs_base") & (comp.strategy_b == "truncated")]
+    assert set(vs_base.a) == {"base/top1"}
+    compute = contracts.read_stats(wd / "results/default/stats", "compute").set_index(
+        ["recipe", "strategy", "depth"])
+    t = compute.loc[("r4", "truncated", 1)]
+    assert (t.trained_depth, t.depths_served, t.layer_steps, t.train_once) == (2, 2, 16, True)
+    assert (t.arm_trainings, t.arm_layer_steps) == (2, 2 * 16)  # r4/top2's, one per seed
+    assert ("r4", "truncated", 2) not in compute.index
+    table = pd.read_parquet(wd / "results/default/claims.parquet")
+    members = table[(table.claim == "per-depth-beats-truncated") & (table.row == "member")]
+    assert list(members.member) == ["r4/top1 − r4/truncated1 [all]"]
+    results = (wd / "results/default/RESULTS.md").read_text()
+    assert "Per depth vs fine-tuned then truncated" in results
+    assert "fine-tuned top, truncated" in results  # the compute table's kind
+
+
 def test_rerun_has_nothing_to_do(tiny_run):
     wd, cfg, _ = tiny_run
     proc = snakemake(wd, "--configfile", str(cfg), "--cores", "1", "-n")
@@ -157,7 +200,7 @@ IMPORTERS = {
     "workflow_scripts/biencoder/model/truncation.py": {"train", "evaluate_trained",
                                              "evaluate_base_one_pass",
                                              "evaluate_steps", "evaluate_steps_train_once",
-                                             "latency_run"},
+                                             "evaluate_truncated_one_pass", "latency_run"},
     "workflow_scripts/stats/multibootstrap.py": {"stats", "curves", "ladder_stats", "claims"},
     "workflow_scripts/claims/render.py": {"claims", "claims_figure"},
     "workflow_scripts/biencoder/report/figures.py": {"figure_depth_vs_budget", "figure_pareto",
@@ -310,10 +353,11 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
     assert counts["evaluate_base_one_pass"] == 1  # both depths of the base
     assert counts["evaluate_steps"] == 4  # r4's models and their snapshots, on tiny-a only
     assert counts["evaluate_steps_train_once"] == 2  # both depths of each adaptive model
+    assert counts["evaluate_truncated_one_pass"] == 2  # r4's top2 models cut to depth 1
     assert {"stats", "report", "curves"} <= set(counts)
     planned = [f for line in re.findall(r"output: (.*)", dry.stdout)
                for f in line.split(", ") if f.startswith("results/default/eval/")]
-    assert len(planned) == 4 + 2 + 4 * 2 + 2 * 2 * 2  # final and snapshot tables
+    assert len(planned) == 4 + 2 + 4 * 2 + 2 * 2 * 2 + 2  # final, snapshot, truncated tables
     assert all(p.endswith("/tiny-a.parquet") for p in planned)
 
     # One job of each evaluation rule the change reruns (the plan above has all of them; the

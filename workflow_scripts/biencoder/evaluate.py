@@ -10,6 +10,12 @@ of strategy top, a train-once model) is evaluated at every configured depth by o
 `--depths 1 2 3 --out F1 F2 F3`: one forward pass at the deepest depth, each depth pooled from
 its hidden state (encoder.encode_at_depths), equal to truncating and encoding each depth.
 
+The fine-tuned-then-truncated arm (--strategy truncated, truncatedbottom, truncatedalternate:
+core/contracts.py TRUNCATED): --model names a per-depth model at the deepest depth, cut to
+--depth by its strategy's rule (biencoder/model/truncation.py kept_layers, applied to the
+model's own layers) or, strategy top, to every --depths from one pass. Its files' provenance
+names the model cut, the depth it was trained at and the layers kept.
+
 CLI: python -m workflow_scripts.biencoder.evaluate (--model DIR | --base SPEC) --strategy S \
         (--depth N | --depths N ...) --benchmark-dir data/beir/X --benchmark X --recipe R \
         --seed S --settings-json '{"top_k": 100, ...}' --out FILE.parquet [FILE ...]
@@ -150,10 +156,11 @@ def split_final(frames: dict, final_step: int) -> tuple[dict, dict]:
     return snaps, final
 
 
-def provenance(a, folder=None) -> dict:
+def provenance(a, folder=None, depth=None) -> dict:
     """What a per-query file was made with: the evaluation settings, the model given, and
     for a trained model what its train_summary.json records made it (settings, seed, base,
-    steps, training data). Stored in the parquet file (pandas attrs)."""
+    steps, training data); for a fine-tuned-then-truncated arm's file (at `depth`), the cut
+    (truncated_from). Stored in the parquet file (pandas attrs)."""
     prov = {"evaluate": json.loads(Evaluate.from_json(a.settings_json).to_json()),
             "model": str(a.model or a.snapshots or a.base),
             # No time in it: two runs of the same code and config write the same file.
@@ -165,7 +172,23 @@ def provenance(a, folder=None) -> dict:
         made = json.loads(summary.read_text(encoding="utf-8"))
         prov["trained_with"] = {k: made.get(k) for k in ("settings", "seed", "base", "steps",
                                                           "train_data", "code", "packages")}
+        cut = contracts.truncated_cut(a.strategy)
+        if cut and depth is not None:
+            prov["truncated_from"] = truncated_from(a.model, made, cut, int(depth))
     return prov
+
+
+def truncated_from(model, summary: dict, cut: str, depth: int) -> dict:
+    """What a fine-tuned-then-truncated file cut: the model folder, the training it comes
+    from (strategy, depth, seed of its train_summary.json), the depth cut to and the layers
+    of that model kept (0-based)."""
+    from workflow_scripts.biencoder.model.truncation import kept_layers
+
+    trained = int(summary["depth"])
+    return {"model": str(model), "summary": str(Path(model) / "train_summary.json"),
+            "trained_strategy": summary.get("strategy"), "trained_depth": trained,
+            "seed": summary.get("seed"), "cut": cut, "depth": depth,
+            "kept_layers": kept_layers(cut, depth, trained)}
 
 
 def write_frames(frames: dict, depths, outs, a, folder=None) -> None:
@@ -176,7 +199,7 @@ def write_frames(frames: dict, depths, outs, a, folder=None) -> None:
         for key, value in (("recipe", a.recipe), ("strategy", a.strategy), ("depth", d),
                            ("seed", a.seed), ("benchmark", a.benchmark)):
             df[key] = value
-        df.attrs["provenance"] = provenance(a, folder)
+        df.attrs["provenance"] = provenance(a, folder, d)
         contracts.write_parquet(out, df)
         print(f"{out}: {len(df)} queries, NDCG@10 {df['ndcg@10'].mean():.4f}")
 
@@ -222,6 +245,10 @@ def main(argv=None) -> None:
     if a.depths and contracts.base_strategy(a.strategy) != contracts.PER_DEPTH_REFERENCE:
         ap.error(f"--depths: strategy {a.strategy} keeps other than the bottom layers; one "
                  "pass gives the depths of strategy top and the train-once arms only")
+    cut = contracts.truncated_cut(a.strategy)
+    if cut and not a.model:
+        ap.error(f"--strategy {a.strategy}: a fine-tuned-then-truncated arm cuts a trained "
+                 "model (--model)")
 
     from workflow_scripts.biencoder.model.encoder import load_encoder
     from workflow_scripts.core.runtime import set_threads
@@ -251,7 +278,10 @@ def main(argv=None) -> None:
         frames, timing = evaluate_depths(a.model or a.base, a.depths, a.benchmark_dir,
                                          max_seq_length=s.max_seq_length, **opts)
     else:
-        encoder = (load_encoder(a.model, max_seq_length=s.max_seq_length) if a.model
+        # A trained model as saved, or (a truncated arm) cut by its strategy's rule.
+        encoder = (load_encoder(a.model, depth=a.depth, strategy=cut,
+                                max_seq_length=s.max_seq_length) if cut
+                   else load_encoder(a.model, max_seq_length=s.max_seq_length) if a.model
                    else load_encoder(a.base, depth=a.depth, strategy=a.strategy,
                                      max_seq_length=s.max_seq_length))
         frames, timing = evaluate_model(encoder, a.benchmark_dir, **opts)

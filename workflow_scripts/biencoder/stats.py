@@ -13,6 +13,9 @@ Reads every per-query evaluation parquet and writes results/<study>/stats/*.parq
                        within a recipe (paired by seed), strategy vs strategy at each depth,
                        train once vs per depth (a train-once arm against strategy top of its
                        recipe at each depth, delta = train-once - per-depth, paired by seed),
+                       fine-tuned-then-truncated vs per depth (the arm against the
+                       per-depth strategy it cuts, delta = truncated - per-depth, paired by
+                       seed: kind "truncated"),
                        recipe vs recipe at each depth (paired where the seeds are shared,
                        single-baseline where one side has one seed, a trained one's seed
                        noise borrowed from the multi-seed arms and named in `seed_noise`,
@@ -47,6 +50,7 @@ from workflow_scripts.core.contracts import (
     PER_DEPTH_REFERENCE,
     TRAIN_ONCE,
     base_strategy,
+    truncated_cut,
 )
 from workflow_scripts.core.settings import Stats
 from workflow_scripts.stats import borrowed_seeds, design, intervals
@@ -133,10 +137,14 @@ def comparison_pairs(arms: dict, budget_order: list[str]) -> list[tuple[str, tup
 def strategy_kind(s_a: str, s_b: str) -> tuple[str, str, str]:
     """(kind, a, b) of two strategies at equal depth: a train-once arm against per-depth
     training of `top` (the same layers) is "train_once" with b the train-once arm, so that
-    delta = train-once - per-depth; any other pair is "strategy"."""
+    delta = train-once - per-depth; a fine-tuned-then-truncated arm against the per-depth
+    strategy it cuts is "truncated", b the truncated arm; any other pair is "strategy"."""
     once = [x for x in (s_a, s_b) if x in TRAIN_ONCE]
     if len(once) == 1 and PER_DEPTH_REFERENCE in (s_a, s_b):
         return "train_once", PER_DEPTH_REFERENCE, once[0]
+    for per_depth, cut in ((s_a, s_b), (s_b, s_a)):
+        if truncated_cut(cut) == per_depth:
+            return "truncated", per_depth, cut
     return "strategy", s_a, s_b
 
 

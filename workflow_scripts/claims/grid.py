@@ -5,9 +5,10 @@ that name arms in it (docs/claims.md).
 Arms are dicts over the study's axes: bi-encoder `recipe`, `strategy`, `depth`; ladder
 `config`, `method`, `k`; latency `depth`. A selector value is a name or number, a list,
 `all`, `first`, `last` or {min, max}. A recipe's train-once arms (`train_once`: adaptive,
-matryoshka2d) are strategies of that recipe; a selector that leaves `strategy` out means the
-one per-depth strategy there is, or `top` (the per-depth reference, core/contracts.py) among
-several.
+matryoshka2d) and fine-tuned-then-truncated arms (`truncated`: strategy truncated, at every
+depth but the deepest) are strategies of that recipe; a selector that leaves `strategy` out
+means the one per-depth strategy there is, or `top` (the per-depth reference,
+core/contracts.py) among several.
 
 Claims follow the grid: a value the config's registries allow but its grid lacks (a depth,
 a strategy, a method, a benchmark that is a dataset of the config) makes the claim
@@ -24,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from workflow_scripts.core.contracts import BASE, PER_DEPTH_REFERENCE, TRAIN_ONCE
+from workflow_scripts.core.contracts import BASE, PER_DEPTH_REFERENCE, TRAIN_ONCE, TRUNCATED
 from workflow_scripts.study_plan import claims_grid
 
 STUDY_AXES = {"biencoder": ("recipe", "strategy", "depth"), "ladder": ("config", "method", "k"),
@@ -102,9 +103,10 @@ def grid_from_config(config: dict, metrics=METRICS, ladder_methods=LADDER_METHOD
 def possible(grid: Grid, named_depths=(), ladder_methods=LADDER_METHODS) -> Grid:
     """Every arm an edit of `depths`, `strategies`, a recipe's `train_once`, `benchmarks` or
     `ladder.methods` could give this config: the same recipes, ladder configs (with their
-    rungs), metrics and curves' recipes; every strategy (the base has no train-once arm);
-    depths 1 to the base model's layers (where not known, to the largest depth the config or
-    a claim names: `named_depths`); every dataset of the registry as a benchmark."""
+    rungs), metrics and curves' recipes; every strategy (the base has no train-once or
+    truncated arm); depths 1 to the base model's layers (where not known, to the largest
+    depth the config or a claim names: `named_depths`); every dataset of the registry as a
+    benchmark."""
     def biencoder(arms):
         if arms is None:
             return None
@@ -112,7 +114,8 @@ def possible(grid: Grid, named_depths=(), ladder_methods=LADDER_METHODS) -> Grid
         return tuple({"recipe": r, "strategy": s, "depth": d} for r in recipes
                      for s in _order([*(a["strategy"] for a in arms if a["recipe"] == r),
                                       *PER_DEPTH_STRATEGIES,
-                                      *(TRAIN_ONCE if r != BASE else ())])
+                                      *((*TRAIN_ONCE, *TRUNCATED.values())
+                                        if r != BASE else ())])
                      for d in depths)
 
     have = [a["depth"] for a in grid.latency or ()]
@@ -209,7 +212,7 @@ def expand(selector: dict, context: dict, arms: tuple[dict, ...], axes: tuple[st
 def _implied_strategy(present: list) -> list:
     """The strategy a selector that leaves it out means: the one per-depth strategy, or the
     per-depth reference `top` among several; none otherwise."""
-    per_depth = [v for v in present if v not in TRAIN_ONCE]
+    per_depth = [v for v in present if v not in (*TRAIN_ONCE, *TRUNCATED.values())]
     if len(per_depth) == 1:
         return per_depth
     return [PER_DEPTH_REFERENCE] if PER_DEPTH_REFERENCE in per_depth else []

@@ -44,12 +44,33 @@ ALL = "all"
 # counterpart, and the untrained base they start from, is strategy `top` (the same layers).
 TRAIN_ONCE = ("adaptive", "matryoshka2d")
 PER_DEPTH_REFERENCE = "top"
+# Fine-tuned-then-truncated arms (a recipe's `truncated`, on by default), by the per-depth
+# strategy they cut: that strategy's deepest model (the grid's full fine-tuned model) cut to
+# each shallower configured depth by the strategy's rule, as the untrained base is cut; no
+# training of their own. At the deepest depth such an arm is the per-depth model itself, so
+# it has no row there. `freeze` keeps every layer: it has none.
+TRUNCATED = {"top": "truncated", "bottom": "truncatedbottom",
+             "alternate": "truncatedalternate"}
+
+
+def truncated_cut(strategy: str) -> str | None:
+    """The per-depth strategy a fine-tuned-then-truncated arm cuts (None for any other)."""
+    return next((cut for cut, arm in TRUNCATED.items() if arm == strategy), None)
+
+
+def arm_rank(strategy: str) -> int:
+    """Where an arm stands among a recipe's (figures, tables): per-depth strategies first,
+    then the fine-tuned-then-truncated arms, then the train-once arms."""
+    return 2 if strategy in TRAIN_ONCE else int(truncated_cut(strategy) is not None)
 
 
 def base_strategy(strategy: str) -> str:
     """The strategy of the untrained base an arm starts from: `top` for a train-once arm
-    (its weights at depth d are the base's bottom d layers), the arm's own otherwise."""
-    return PER_DEPTH_REFERENCE if strategy in TRAIN_ONCE else strategy
+    (its weights at depth d are the base's bottom d layers), the cut strategy for a
+    fine-tuned-then-truncated arm, the arm's own otherwise."""
+    if strategy in TRAIN_ONCE:
+        return PER_DEPTH_REFERENCE
+    return truncated_cut(strategy) or strategy
 
 
 # Columns each results/<study>/stats/<table>.parquet holds at least (stats stage writes them; the

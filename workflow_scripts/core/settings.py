@@ -34,6 +34,7 @@ WORKFLOW_KEYS = frozenset({
     "study", "depths", "strategies", "train_data", "benchmarks", "preload",
     "recipes.*.seeds",
     "recipes.*.checkpoint_every", "recipes.*.eval_steps", "recipes.*.train_once",
+    "recipes.*.truncated",
     "datasets.*.source", "datasets.*.url", "datasets.*.md5", "datasets.*.path",
     "datasets.*.expect_lines",
     "latency.runs", "latency.threads", "figures.budget_pair",

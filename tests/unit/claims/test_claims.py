@@ -116,13 +116,16 @@ def test_generators_expand_to_the_members_they_name():
 
 def test_train_once_arms_are_strategies_of_their_recipe():
     """A recipe's train-once arms join the grid as strategies of that recipe (not of the
-    base); a selector leaving strategy out means the per-depth one, a train-once arm is named."""
+    base), as do its fine-tuned-then-truncated arms (on by default, at every depth but the
+    deepest); a selector leaving strategy out means the per-depth one, the others are named."""
     conf = {"recipes": {"r1": {"seeds": [1, 2]}, "r2": {"seeds": [1, 2],
                                                         "train_once": ["adaptive"]}},
             "depths": [1, 2], "strategies": ["top"], "benchmarks": list(BENCH)}
     g = spec.grid_from_config(conf)
     assert {(a["recipe"], a["strategy"]) for a in g.biencoder} == {
-        ("base", "top"), ("r1", "top"), ("r2", "top"), ("r2", "adaptive")}
+        ("base", "top"), ("r1", "top"), ("r2", "top"), ("r2", "adaptive"), ("r1", "truncated"),
+        ("r2", "truncated")}
+    assert {a["depth"] for a in g.biencoder if a["strategy"] == "truncated"} == {1}
     (c,) = spec.parse([{"id": "s", "statement": "s", "for_each": {"depth": "all"},
                         "a": {"recipe": "r2", "strategy": "adaptive"}, "b": {"recipe": "r2"},
                         "test": "greater"}], g)
@@ -457,20 +460,21 @@ def test_paper_claims_on_synthetic_per_query_files(tmp_path):
     config = cli.read_config([paper])
     g = spec.grid_from_config(config)
     claims = spec.parse(config["claims"], g)
-    assert len(claims) == 8 and not any(c.not_applicable for c in claims)
+    assert len(claims) == 9 and not any(c.not_applicable for c in claims)
     rng = np.random.default_rng(11)
     results = tmp_path / "results"
     # 20K means near the paper's, 80K lower, fiqa dropping most; 2D-Matryoshka 0.03 below
-    # per-depth training (Starbucks).
+    # per-depth training (Starbucks), the 12-layer model truncated 0.05 below (2DMSE-R).
     m20 = {3: 0.2422, 6: 0.2438, 9: 0.2385, 12: 0.2400}
-    train_once_drop = {"adaptive": 0.01, "matryoshka2d": 0.03}
+    train_once_drop = {"adaptive": 0.01, "matryoshka2d": 0.03, "truncated": 0.05}
     for bench in config["benchmarks"]:
         q = 200
         qids = [f"q{i}" for i in range(q)]
         effects = rng.normal(0, 0.15, q)
         for depth in config["depths"]:
             for recipe, spec_ in config["recipes"].items():
-                for strategy in ["top", *spec_.get("train_once", [])]:
+                cut = ["truncated"] if depth < max(config["depths"]) else []
+                for strategy in ["top", *spec_.get("train_once", []), *cut]:
                     for seed in spec_["seeds"]:
                         drop = (0.0 if recipe != "b32_80k" else
                                 (0.1 if bench == "fiqa" else 0.01))
@@ -490,12 +494,13 @@ def test_paper_claims_on_synthetic_per_query_files(tmp_path):
               "--markdown", str(tmp_path / "claims.md")])  # never into results/ by default
     table = pd.read_parquet(tmp_path / "claims.parquet")
     heads = table[table.row == "claim"].set_index("claim")
-    assert len(heads) == 8 and "not-applicable" not in set(heads.verdict)
+    assert len(heads) == 9 and "not-applicable" not in set(heads.verdict)
     assert heads.loc["decline-after-20k", "verdict"] == "supported"
     assert heads.loc["decline-after-20k", "last_step"] == 40000.0  # the grid's end, for the plot
     assert re.search(r"decline in (\d+) of \1 samples \(100%\)",
                      heads.loc["decline-after-20k", "caveats"])  # a count, not only a rounded %
     assert heads.loc["per-depth-beats-2d-matryoshka", "verdict"] == "supported"
+    assert heads.loc["per-depth-beats-truncated", "verdict"] == "supported"
     assert heads.loc["degradation-80k", "verdict"] == "supported"
     assert heads.loc["degradation-on-fiqa", "verdict"] == "supported"
     # Latency: 12.3 + 0.33 n ms gives p50(L6)/p50(L12) = 0.877 > 0.85: refuted.
@@ -506,7 +511,7 @@ def test_paper_claims_on_synthetic_per_query_files(tmp_path):
     md = (tmp_path / "claims.md").read_text()
     assert "## Claims" in md
     # Off by default, and claims.md (RESULTS.md's first section) says what that leaves open.
-    assert ("across the 8 claims a test decides, the chance that at least one verdict is "
+    assert ("across the 9 claims a test decides, the chance that at least one verdict is "
             "wrong is not controlled") in md
 
 

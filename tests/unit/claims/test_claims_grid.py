@@ -72,7 +72,7 @@ def test_a_strategy_named_but_dropped_is_not_applicable():
     cfg["recipes"]["short"].pop("train_once")
     claims = parsed(cfg)
     assert claims["per-depth-beats-train-once"].not_applicable == (
-        "a.strategy: 'adaptive' is not in this config, which has top")
+        "a.strategy: 'adaptive' is not in this config, which has top, truncated")
 
 
 @pytest.mark.parametrize(("claim", "change", "message"), [

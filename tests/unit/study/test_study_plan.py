@@ -6,6 +6,7 @@ tests/workflow/test_config_dry_runs.py, and end to end by the tiny study."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import yaml
@@ -71,8 +72,8 @@ def expected_jobs(plan: StudyPlan) -> dict[str, int]:
 
 
 # The jobs of each shipped config (fresh folder), as the plan counts them.
-EXPECTED_TOTALS = {"default": 198, "laptop": 65, "paper": 129, "ladder": 93,
-                   "adaptive_demo": 200}
+EXPECTED_TOTALS = {"default": 216, "laptop": 71, "paper": 144, "ladder": 93,
+                   "adaptive_demo": 218}
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -89,6 +90,8 @@ def test_paper_plan(plans):
     # Every recipe has a learning curve: a model's snapshots and final weights in one job
     assert counts["evaluate_steps"] == 20 * 3 and counts["evaluate_steps_train_once"] == 18
     assert "evaluate_trained" not in counts and counts["evaluate_base_one_pass"] == 3
+    # Each 12-layer top model cut to 3, 6, 9 layers: 5 models x 3 benchmarks, one pass each
+    assert counts["evaluate_truncated_one_pass"] == 5 * 3
     assert not p.has_ladder and p.has_claims
 
 
@@ -161,7 +164,9 @@ def test_the_claims_grid_is_the_plans(plans):
     assert grid.recipe_seeds == {r: list(s["seeds"]) for r, s in p.recipes.items()}
     assert grid.latency_runs == p.config["latency"]["runs"]
     assert {(a["recipe"], a["strategy"], a["depth"]) for a in grid.biencoder} == {
-        *p.trained_arms(), *(("base", s, d) for s in p.strategies for d in p.depths)}
+        *p.evaluated_arms(), *(("base", s, d) for s in p.strategies for d in p.depths)}
+    # the truncated arms have no learning curve
+    assert not [a for a in grid.curves if a["strategy"] == "truncated"]
     lad = plans["ladder"]
     assert len(spec.Grid.from_dict(lad.claims_grid()).ladder) == len(
         {(w["arch"], w["method"], w["k"]) for w in lad.ladder_run_keys()})
@@ -171,3 +176,59 @@ def test_a_partial_config_takes_the_schemas_default_latency_runs():
     cfg = {"recipes": {"r": {"seeds": [1]}}, "depths": [1], "strategies": ["top"],
            "benchmarks": ["b"]}
     assert spec.grid_from_config(copy.deepcopy(cfg)).latency_runs == 3  # config/schema.yaml
+
+
+def _without_truncated(cfg: dict) -> dict:
+    cfg = copy.deepcopy(cfg)
+    for recipe in cfg["recipes"].values():
+        recipe["truncated"] = False
+    return cfg
+
+
+@pytest.mark.parametrize("name", ["default", "laptop", "paper"])
+def test_the_truncated_arm_adds_evaluations_and_no_training(plans, name):
+    """The fine-tuned-then-truncated arm (recipe key truncated, on by default) cuts each
+    recipe's deepest per-depth model: the same trainings as without it, and one evaluation
+    job per model and benchmark (strategy top: every shallower depth from one pass)."""
+    p, off = plans[name], StudyPlan(_without_truncated(plans[name].config))
+    assert p.models() == off.models() and p.summaries() == off.summaries()
+    added = [(r, o) for r, o in p.evaluation_jobs() if (r, o) not in off.evaluation_jobs()]
+    assert {r for r, _ in added} == {"evaluate_truncated_one_pass"}
+    assert len(added) == sum(len(s["seeds"]) for s in p.recipes.values()) * len(p.benchmarks)
+    shallower = p.depths[:-1]
+    for recipe, recipe_spec in p.recipes.items():
+        for seed in recipe_spec["seeds"]:
+            source = p.truncation_source(recipe, "truncated", seed)
+            assert source == p.paths.MODEL_DIR.format(
+                recipe=recipe, strategy="top", depth=p.max_depth, seed=seed) + "/model.safetensors"
+            assert source in p.model_files()  # the per-depth arm's own deepest model
+            for b in p.benchmarks:
+                assert ("evaluate_truncated_one_pass", [p.paths.EVAL.format(
+                    recipe=recipe, strategy="truncated", depth=d, seed=seed, benchmark=b)
+                    for d in shallower]) in added
+    # No row at the deepest depth (there the arm is the per-depth model), none of the base
+    arms = {(r, s, d) for r, s, d, _ in json.loads(p.expected_grid())["arms"]}
+    assert {(r, d) for r, s, d in arms if s == "truncated"} == {
+        (r, d) for r in p.recipes for d in shallower}
+    assert set(p.trained_eval_files()) - set(off.trained_eval_files()) == {
+        f for _, outs in added for f in outs}
+
+
+def test_a_layer_dropping_strategy_is_cut_per_depth_by_its_rule():
+    """Strategies other than top keep other than the bottom layers: one job per shallower
+    depth (rule evaluate_truncated), cutting that strategy's deepest model; freeze keeps
+    every layer and has no truncated arm."""
+    cfg = load(CONFIGS["default"])
+    cfg["strategies"] = ["top", "bottom", "freeze"]
+    p = StudyPlan(cfg)
+    assert p.truncated_strategies("short") == ["truncated", "truncatedbottom"]
+    per_depth = [o for r, o in p.evaluation_jobs() if r == "evaluate_truncated"]
+    assert len(per_depth) == 2 * 3 * 3 * 2  # recipes x seeds x benchmarks x depths 1, 2
+    assert all("/truncatedbottom" in o[0] for o in per_depth)
+    assert p.truncation_source("long", "truncatedbottom", 43) == (
+        "checkpoints/default/long/bottom3/seed43/model.safetensors")
+    assert p.evaluation_constraints("evaluate_truncated") == {
+        "recipe": "short|long", "strategy": "truncatedbottom", "depth": "1|2"}
+    assert p.evaluation_rule("truncatedbottom", "short") == "evaluate_truncated"
+    assert p.evaluation_rule("truncated", "long") == "evaluate_truncated_one_pass"
+    assert StudyPlan({**cfg, "depths": [3]}).truncated_arms() == []  # no shallower depth

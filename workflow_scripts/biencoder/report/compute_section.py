@@ -23,17 +23,28 @@ def _cost(row) -> str:
             f"{int(row.layer_steps):,} layer-steps, {row.train_seconds_mean:.1f} s")
 
 
+def _kind(strategy: str, once: bool) -> str:
+    if contracts.truncated_cut(strategy):
+        return f"fine-tuned {contracts.truncated_cut(strategy)}, truncated"
+    return "train once" if once else "per depth"
+
+
 def arm_totals(compute: pd.DataFrame) -> pd.DataFrame:
     """One row per trained arm: its trainings, the depths one training serves, and the
-    arm's total layer-steps and measured seconds over every depth and seed."""
+    arm's total layer-steps and measured seconds over every depth and seed. A
+    fine-tuned-then-truncated arm's trainings are the deepest per-depth ones it cuts, the
+    same the per-depth arm counts: no training of its own."""
     rows = []
     for (recipe, strategy), g in compute.groupby(["recipe", "strategy"], sort=False):
         first = g.iloc[0]
-        per = (f"one training of {int(first.layer_steps):,} layer-steps serves "
+        per = (f"one training of {int(first.layer_steps):,} layer-steps (L"
+               f"{int(first.trained_depth)}) cut to L{g.depth.min()}–L{g.depth.max()}"
+               if contracts.truncated_cut(strategy) else
+               f"one training of {int(first.layer_steps):,} layer-steps serves "
                f"L{g.depth.min()}–L{g.depth.max()}" if first.train_once else
                ", ".join(f"L{r.depth}: {int(r.layer_steps):,}" for r in g.itertuples()))
         rows.append({"recipe": recipe, "strategy": strategy,
-                     "kind": "train once" if first.train_once else "per depth",
+                     "kind": _kind(strategy, first.train_once),
                      "seeds": int(first.seeds), "trainings": int(first.arm_trainings),
                      "layer-steps per training": per,
                      "layer-steps in all": f"{int(first.arm_layer_steps):,}",
@@ -47,7 +58,7 @@ def _savings(compute: pd.DataFrame) -> list[str]:
     per_arm = compute.drop_duplicates(["recipe", "strategy"])
     for recipe, g in per_arm.groupby("recipe", sort=False):
         ref = g[g.strategy == contracts.PER_DEPTH_REFERENCE]
-        for r in g[g.train_once].itertuples():
+        for r in g[g.strategy.isin(contracts.TRAIN_ONCE)].itertuples():
             if ref.empty:
                 continue
             base = ref.iloc[0]

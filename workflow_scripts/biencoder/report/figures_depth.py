@@ -28,10 +28,17 @@ def _joint(df: pd.DataFrame) -> pd.DataFrame:
 
 def trained_arms(ci: pd.DataFrame, order=()) -> list[tuple[str, str]]:
     """(recipe, strategy) of every trained arm, recipes in budget order, per-depth strategies
-    before a recipe's train-once arms."""
+    before a recipe's fine-tuned-then-truncated and train-once arms (contracts.arm_rank)."""
     return [(r, s) for r in contracts.order_recipes(ci.recipe, order)
             for s in sorted(ci[ci.recipe == r].strategy.unique(),
-                            key=lambda x: (x in contracts.TRAIN_ONCE, x))]
+                            key=lambda x: (contracts.arm_rank(x), x))]
+
+
+def arm_marker(strategy: str) -> str:
+    """A mean's marker by what the arm is: ◆ train once, ▼ fine-tuned then truncated (no
+    point at the deepest depth: there it is the per-depth model), ● per depth."""
+    return "D" if strategy in contracts.TRAIN_ONCE else (
+        "v" if contracts.truncated_cut(strategy) else "o")
 
 
 def _base_rows(ci: pd.DataFrame, bench: str) -> pd.DataFrame:
@@ -80,7 +87,9 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
     # The caption on lines that fit the figure's width (one panel: three lines)
     caption = wrap_parts([f"band: {contracts.ci_caption(ci)}",
                           "ticks ‒: ±2σ of the seeds' means (beside each depth)",
-                          "dashed: the untrained base"], int(4.2 * len(panels) * 14))
+                          "dashed: the untrained base",
+                          "▼: fine-tuned at the deepest depth, then truncated"],
+                         int(4.2 * len(panels) * 14))
     below = LEGEND_IN + 0.15 * caption.count("\n")
     height = 3.8 + below
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), height), squeeze=False,
@@ -92,10 +101,9 @@ def depth_vs_budget(stats: dict, ax_title: str = "", order=()) -> plt.Figure:
             label = _arm_label(recipe, strategy, lines)
             sel = (ci.recipe == recipe) & (ci.strategy == strategy) & (ci.benchmark == bench)
             c = ci[sel].sort_values("depth")
-            # One line style per meaning: every mean solid (a train-once arm's ◆), the
-            # seeds' ±2σ short ticks beside it (no line: six dotted lines read as means).
-            ax.plot(c.depth, c.estimate, "D-" if strategy in contracts.TRAIN_ONCE else "o-",
-                    color=color, label=label)
+            # One line style per meaning: every mean solid (arm_marker: what the arm is),
+            # the seeds' ±2σ short ticks beside it (no line: six dotted lines read as means).
+            ax.plot(c.depth, c.estimate, arm_marker(strategy) + "-", color=color, label=label)
             ax.fill_between(c.depth, c.ci_low, c.ci_high, color=color, alpha=0.15, lw=0)
             s = (seeds[(seeds.recipe == recipe) & (seeds.strategy == strategy)
                        & (seeds.benchmark == bench)]
@@ -128,7 +136,7 @@ def per_benchmark_change(stats: dict, pair=None, order=()) -> plt.Figure:
     comp = comp[(comp.recipe_a == a) & (comp.recipe_b == b)]
     # One depth strategy per figure: top where it is there, else the first per-depth one.
     comp = comp[comp.strategy == min(comp.strategy, key=lambda x: (
-        x != contracts.PER_DEPTH_REFERENCE, x in contracts.TRAIN_ONCE, x))]
+        x != contracts.PER_DEPTH_REFERENCE, contracts.arm_rank(x), x))]
     if comp.empty:
         raise contracts.DataError(f"no comparison between recipes {a!r} and {b!r} in the stats")
     benches = list(comp.benchmark.unique())

@@ -15,6 +15,7 @@ from workflow_scripts.biencoder.report import latency_section  # noqa: E402
 from workflow_scripts.biencoder.report.figures_depth import (  # noqa: E402
     _arm_label,
     _base_rows,
+    arm_marker,
     trained_arms,
     wrap_parts,
 )
@@ -95,7 +96,7 @@ def pareto(stats: dict, latency: pd.DataFrame, order=(), busy=()) -> plt.Figure:
             xe = [(p.p50_ms - p.x_lo).clip(lower=0), (p.x_hi - p.p50_ms).clip(lower=0)]
         ax.errorbar(p.p50_ms + offsets[i], p.estimate,
                     yerr=[p.estimate - p.ci_low, p.ci_high - p.estimate],
-                    xerr=xe, fmt="D" if strategy in contracts.TRAIN_ONCE else "o", color=color,
+                    xerr=xe, fmt=arm_marker(strategy) if strategy else "o", color=color,
                     capsize=3, label="untrained base" if recipe == BASE
                     else _arm_label(recipe, strategy, arms))
     front = pareto_front(pts[pts.recipe != BASE])

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import ticker, transforms  # noqa: E402
 
+from workflow_scripts.biencoder.report.figures_depth import arm_marker  # noqa: E402
 from workflow_scripts.core import contracts  # noqa: E402
 from workflow_scripts.core.contracts import ALL, BASE  # noqa: E402
 
@@ -128,13 +129,22 @@ def _depth_labels(ax, labels) -> None:
                     va="center", fontsize=7, color=f"C{i}")
 
 
+def _once_note(strategy: str, once: bool) -> str:
+    """What serves an arm's depths from one training, for its legend entry."""
+    if contracts.truncated_cut(strategy):
+        return (f" (fine-tuned {contracts.truncated_cut(strategy)} at the deepest depth, "
+                "then truncated)")
+    return " (train once)" if once else ""
+
+
 def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
     """Mean metric with its CI against the training compute behind each trained arm's
     depth (results/<study>/stats/compute.parquet): left, optimizer steps x layers trained of one
     training; right, its measured seconds (mean over seeds). A per-depth arm's depths lie
-    on a line (one training each); a train-once arm's depths cost one x (one training
-    serves them all) and stand a step apart right of it, their labels spread. The legend
-    gives each arm's total over its depths and seeds."""
+    on a line (one training each); a train-once arm's depths, and a fine-tuned-then-truncated
+    arm's (the deepest per-depth training they cut, counted for it in full), cost one x (one
+    training serves them all) and stand a step apart right of it, their labels spread. The
+    legend gives each arm's total over its depths and seeds."""
     ci, comp = stats["ci"], stats["compute"]
     bench = ALL if ALL in set(ci.benchmark) else ci.benchmark.iloc[0]
     pts = ci[(ci.benchmark == bench) & (ci.recipe != BASE)].merge(
@@ -142,7 +152,7 @@ def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
     arms = [(r, s) for r in contracts.order_recipes(pts.recipe, order)
             for s in sorted(pts[pts.recipe == r].strategy.unique(),
-                            key=lambda x: (x in contracts.TRAIN_ONCE, x))]
+                            key=lambda x: (contracts.arm_rank(x), x))]
     for ax, x, xlabel in ((axes[0], "layer_steps", "training compute: optimizer steps × "
                            "layers trained (layer-steps), one training"),
                           (axes[1], "train_seconds_mean", "measured training seconds, one "
@@ -152,14 +162,14 @@ def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
             p = pts[(pts.recipe == recipe) & (pts.strategy == strategy)].sort_values("depth")
             once = bool(p.train_once.iloc[0])
             total = p.iloc[0]
-            label = (f"{recipe}/{strategy}" + (" (train once)" if once else "")
+            label = (f"{recipe}/{strategy}" + _once_note(strategy, once)
                      + f": {int(total.arm_trainings)} trainings, "
                      f"{int(total.arm_layer_steps):,} layer-steps in all")
             # A train-once arm's depths share one x: each stands a step further right (off
             # the per-depth point of the same cost and off each other), labelled on its right.
             xs = p[x].to_numpy() * (dodge_factors(len(p)) if once else 1.0)
             ax.errorbar(xs, p.estimate, yerr=[p.estimate - p.ci_low, p.ci_high - p.estimate],
-                        fmt="D" if once else "o", ls="none" if once else "-", color=f"C{i}",
+                        fmt=arm_marker(strategy), ls="none" if once else "-", color=f"C{i}",
                         capsize=3, ms=5, label=label)
             labels.append((i, once, xs, p))
         _depth_labels(ax, labels)
@@ -173,8 +183,9 @@ def quality_vs_compute(stats: dict, order=()) -> plt.Figure:
     axes[0].set_ylabel(f"{ci.metric.iloc[0]} "
                        f"({'mean of benchmarks' if bench == ALL else bench})")
     axes[0].legend(fontsize=7, loc="best")
-    fig.suptitle(f"Quality vs training compute ({contracts.ci_caption(ci)}; ◆ train once: "
-                 "one training per seed serves every depth)", fontsize=10)
+    fig.suptitle(f"Quality vs training compute ({contracts.ci_caption(ci)}; ◆ train once, "
+                 "▼ fine-tuned then truncated: one training per seed serves every depth)",
+                 fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -90,6 +90,10 @@ def comparison_section(comp: pd.DataFrame) -> str:
                             "p two-sided, as the CI beside it."),
         "depth": ("Depth vs depth within a recipe",
                   "paired by seed; p two-sided; `equivalent` = TOST |δ| < ε at the CI level."),
+        "truncated": ("Per depth vs fine-tuned then truncated",
+                      "the deepest per-depth model cut to each shallower depth by its "
+                      "strategy's rule (no training of its own) against the model trained at "
+                      "that depth: δ = truncated − per-depth, paired by seed; p two-sided."),
         "strategy": ("Depth strategy vs depth strategy",
                      "same recipe and depth, paired by seed; p two-sided."),
         "recipe": ("Budget vs budget at each depth",

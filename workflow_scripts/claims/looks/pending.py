@@ -60,7 +60,9 @@ def next_look_cost(docs: list[dict], plan, exists: Callable[[str], bool] = lambd
     seeds (else None): {look, seeds (per arm), trainings, evaluations (jobs)}. plan: the
     StudyPlan, whose paths are the study's (a train-once model serves every depth: one
     training per seed, one evaluation
-    job per seed and benchmark; a per-depth arm one of each per depth). Models and
+    job per seed and benchmark; a per-depth arm one of each per depth; a truncated arm the
+    per-depth model it cuts, one evaluation job per depth or, of top, per seed and
+    benchmark: the plan's evaluation rule says which). Models and
     evaluations for which `exists` holds (written by an earlier, interrupted run) are not
     counted."""
     if not docs or docs[-1]["stop"]:
@@ -69,17 +71,17 @@ def next_look_cost(docs: list[dict], plan, exists: Callable[[str], bool] = lambd
     k = last["look"] + 1
     models, jobs = set(), set()
     for (recipe, strategy, depth), seeds in arms_of(last["next"]).items():
-        trained = plan.model_depth(strategy, depth)
+        one_pass = plan.evaluation_rule(strategy, recipe).endswith(
+            ("train_once", "one_pass"))
         for seed in seeds:
-            model = (plan.paths.MODEL_DIR.format(recipe=recipe, strategy=strategy, depth=trained,
-                                            seed=seed) + "/model.safetensors")
+            model = plan.model_file(recipe, strategy, depth, seed)
             if not exists(model):
                 models.add(model)
             for b in plan.benchmarks:
                 out = plan.paths.EVAL.format(recipe=recipe, strategy=strategy, depth=depth,
                                         seed=seed, benchmark=b)
                 if not exists(out):
-                    jobs.add((recipe, strategy, trained, seed, b))
+                    jobs.add((recipe, strategy, None if one_pass else depth, seed, b))
     return {"look": k, "seeds": last["plan"]["seeds"][k], "trainings": len(models),
             "evaluations": len(jobs)}
 
