@@ -12,6 +12,7 @@ from workflow_scripts.core.codedeps import code_files
 from workflow_scripts.core.shellargs import option, spaced
 from workflow_scripts.core.contracts import (
     CURVE_TABLES,
+    DIMS_TABLE,
     PER_DEPTH_REFERENCE,
     STATS_TABLES,
     TRAIN_ONCE,
@@ -93,6 +94,13 @@ def at_depths(template, depths=None):
     """A template's files at every depth, or at `depths` (one-pass jobs): {depth} filled,
     the rest kept."""
     return [template.replace("{depth}", str(d)) for d in depths or PLAN.depths]
+
+
+def dim_args(files):
+    """An evaluation's --dims and --dim-out (eval.dims; '' where none)."""
+    if not PLAN.dims:
+        return ""
+    return f"--dims {' '.join(map(str, PLAN.dims))} --dim-out {spaced(files)}"
 
 
 def snapshots_source(wc, input, output):

@@ -12,7 +12,9 @@
 #   and its final model, the curve's last point, in one job (one import, the benchmark
 #   tokenized once): a file with a `step` column and the final model's own file.
 # params.source names the model and params.depths its depth(s); params.out derives from the
-# outputs (so it is no rerun trigger). A `use rule … with:` names only the params it changes
+# outputs (so it is no rerun trigger), as does params.dims: every job also writes its files at
+# the configured embedding dimensions (eval.dims; outputs `dims`, the plan's dim_files), cuts
+# of the embeddings it scores at the full dimension. A `use rule … with:` names only the params it changes
 # (Snakemake merges them by name).
 
 # Which rule evaluates which arm (its wildcard constraints) is the study plan's registry
@@ -29,7 +31,8 @@ rule evaluate_trained:
         data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        PATHS.EVAL,
+        evals=PATHS.EVAL,
+        dims=PLAN.dim_files(PATHS.EVAL_DIM),
     log:
         PATHS.log("evaluate_trained/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}"),
     wildcard_constraints:
@@ -46,13 +49,15 @@ rule evaluate_trained:
         recipe=lambda wc: wc.recipe,
         seed=lambda wc: wc.seed,
         settings=lambda wc: settings_json("Evaluate", benchmark=wc.benchmark),
-        out=lambda wc, output: output[0],
+        out=lambda wc, output: spaced(output.evals),
+        dims=lambda wc, output: dim_args(output.dims),
     shell:
         run_stage(
             "biencoder.evaluate {params.source} --strategy {wildcards.strategy}"
             " {params.depths} --benchmark-dir data/beir/{wildcards.benchmark} --benchmark"
             " {wildcards.benchmark} --recipe {params.recipe} --seed {params.seed}"
-            " --settings-json {params.settings:q} --threads {threads} --out {params.out}",
+            " --settings-json {params.settings:q} --threads {threads} --out {params.out}"
+            " {params.dims}",
             preloaded=True,
         )
 
@@ -63,7 +68,8 @@ use rule evaluate_trained as evaluate_train_once with:
         data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        at_depths(PATHS.EVAL),
+        evals=at_depths(PATHS.EVAL),
+        dims=PLAN.dim_files(PATHS.EVAL_DIM, PLAN.depths),
     log:
         PATHS.log("evaluate_train_once/{recipe}/{strategy}/seed{seed}/{benchmark}"),
     wildcard_constraints:
@@ -71,7 +77,6 @@ use rule evaluate_trained as evaluate_train_once with:
     params:
         source=lambda wc, input: f"--model {os.path.dirname(input.model)}",
         depths=ALL_DEPTHS,
-        out=lambda wc, output: spaced(output),
 
 
 use rule evaluate_trained as evaluate_base with:
@@ -79,7 +84,8 @@ use rule evaluate_trained as evaluate_base with:
         data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        PATHS.BASE_EVAL,
+        evals=PATHS.BASE_EVAL,
+        dims=PLAN.dim_files(PATHS.BASE_EVAL_DIM),
     log:
         PATHS.log("evaluate_base/{strategy}{depth}/{benchmark}"),
     wildcard_constraints:
@@ -89,19 +95,18 @@ use rule evaluate_trained as evaluate_base with:
         depths=lambda wc: f"--depth {wc.depth}",
         recipe="base",
         seed=-1,
-        out=lambda wc, output: output[0],
 
 
 use rule evaluate_base as evaluate_base_one_pass with:
     output:
-        at_depths(PATHS.BASE_EVAL),
+        evals=at_depths(PATHS.BASE_EVAL),
+        dims=PLAN.dim_files(PATHS.BASE_EVAL_DIM, PLAN.depths),
     log:
         PATHS.log("evaluate_base_one_pass/{strategy}/{benchmark}"),
     wildcard_constraints:
         **PLAN.evaluation_constraints("evaluate_base_one_pass"),
     params:
         depths=ALL_DEPTHS,
-        out=lambda wc, output: spaced(output),
 
 
 use rule evaluate_trained as evaluate_steps with:
@@ -114,6 +119,7 @@ use rule evaluate_trained as evaluate_steps with:
     output:
         steps=PATHS.EVAL_STEPS,
         final=PATHS.EVAL,
+        dims=PLAN.dim_files(PATHS.EVAL_DIM),
     log:
         PATHS.log("evaluate_steps/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}"),
     wildcard_constraints:
@@ -137,6 +143,7 @@ use rule evaluate_steps as evaluate_steps_train_once with:
     output:
         steps=at_depths(PATHS.EVAL_STEPS),
         final=at_depths(PATHS.EVAL),
+        dims=PLAN.dim_files(PATHS.EVAL_DIM, PLAN.depths),
     log:
         PATHS.log(
             "evaluate_steps_train_once/{recipe}/{strategy}/seed{seed}/{benchmark}"
@@ -154,7 +161,8 @@ use rule evaluate_trained as evaluate_truncated with:
         data=lambda wc: paths.beir_files(wc.benchmark),
         code=code("biencoder.evaluate"),
     output:
-        PATHS.EVAL,
+        evals=PATHS.EVAL,
+        dims=PLAN.dim_files(PATHS.EVAL_DIM),
     log:
         PATHS.log(
             "evaluate_truncated/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}"
@@ -165,7 +173,8 @@ use rule evaluate_trained as evaluate_truncated with:
 
 use rule evaluate_truncated as evaluate_truncated_one_pass with:
     output:
-        at_depths(PATHS.EVAL, SHALLOWER),
+        evals=at_depths(PATHS.EVAL, SHALLOWER),
+        dims=PLAN.dim_files(PATHS.EVAL_DIM, SHALLOWER),
     log:
         PATHS.log(
             "evaluate_truncated_one_pass/{recipe}/{strategy}/seed{seed}/{benchmark}"
@@ -174,4 +183,3 @@ use rule evaluate_truncated as evaluate_truncated_one_pass with:
         **PLAN.evaluation_constraints("evaluate_truncated_one_pass"),
     params:
         depths="--depths " + " ".join(map(str, SHALLOWER)),
-        out=lambda wc, output: spaced(output),

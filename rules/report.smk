@@ -43,11 +43,12 @@ rule report:
     params:
         claims=f"--claims {PATHS.CLAIMS_MD}" if PLAN.has_claims else "",
         curves="--curves" if PLAN.curve_recipes else "",
+        dims="--dims" if PLAN.dims else "",
     shell:
         run_stage(
             f"biencoder.report.results --stats-dir {PATHS.STATS_DIR} --latency-summary"
             " {input.latency_summary} --latency-ladder {input.latency_ladder}"
             " --latency-coherence {input.latency_coherence} --usage {input.usage} --cards"
-            " {input.cards} --extra {input.extra} {params.claims} {params.curves} --compute"
-            " --out {output}",
+            " {input.cards} --extra {input.extra} {params.claims} {params.curves}"
+            " {params.dims} --compute --out {output}",
         )

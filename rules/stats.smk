@@ -79,3 +79,32 @@ rule compute:
             " {params.models:q} --depths {params.depths} --truncated-json"
             " {params.truncated:q} --out {output}",
         )
+
+
+# The layer x dimension table (eval.dims): each arm's interval at every configured embedding
+# dimension, from the evaluations' dimension files.
+if PLAN.dims:
+
+    rule stats_dims:
+        input:
+            evals=PLAN.dim_eval_files(),
+            code=code("biencoder.dims_stats"),
+        output:
+            PATHS.STATS_TABLE.format(table=DIMS_TABLE),
+        log:
+            PATHS.log("stats_dims"),
+        localrule: True
+        conda:
+            CONDA_ENV
+        threads: 2
+        resources:
+            mem_mb=4000,
+        params:
+            settings=settings_json("DimsStats"),
+            expect=PLAN.dims_expected_grid(),
+        shell:
+            run_stage(
+                "biencoder.dims_stats --evals {input.evals} --out {output}"
+                " --settings-json {params.settings:q} --expect-json {params.expect:q}"
+                " --threads {threads}",
+            )

@@ -21,6 +21,7 @@ from workflow_scripts.core.contracts import (
     BASE,
     COMPUTE_TABLES,
     CURVE_TABLES,
+    DIMS_TABLE,
     METRICS,
     PER_DEPTH_REFERENCE,
     STATS_TABLES,
@@ -41,6 +42,7 @@ class Figure:
     tables: tuple[str, ...] = ("ci", "seeds", "comparisons")
     latency: bool = False
     pair: bool = False
+    dims: bool = False  # drawn from the layer x dimension table (eval.dims)
 
 
 # The bi-encoder study's figures, in report order: the one registry that rules/figures.smk
@@ -48,7 +50,8 @@ class Figure:
 BIENCODER_FIGURES = (Figure("depth_vs_budget"), Figure("per_benchmark_change", pair=True),
                      Figure("seed_variance"), Figure("pareto", latency=True),
                      Figure("quality_vs_compute", tables=("ci", "compute")),
-                     Figure("learning_curves", tables=("curves", "curves_onset")))
+                     Figure("learning_curves", tables=("curves", "curves_onset")),
+                     Figure("depth_by_dim", tables=("ci", DIMS_TABLE), dims=True))
 _FIGURE = {f.name: f for f in BIENCODER_FIGURES}
 
 # The evaluation rules (rules/evaluate.smk), by what each evaluates: which model (a trained
@@ -212,6 +215,35 @@ class StudyPlan:
         return [self.paths.BASE_EVAL.format(strategy=s, depth=d, benchmark=b)
                 for s in self.strategies for d in self.depths for b in self.benchmarks]
 
+    @functools.cached_property
+    def dims(self) -> list[int]:
+        """The embedding dimensions every evaluation also scores (eval.dims), smallest first:
+        cuts of the full-dimension embeddings, from the same job and encoding."""
+        return sorted(self.config["eval"].get("dims") or [])
+
+    def dim_files(self, template: str, depths=None) -> list[str]:
+        """A dimension template's (EVAL_DIM, BASE_EVAL_DIM) files of one evaluation job, in
+        the order its --dim-out takes them: depth by depth (`depths`, or {depth} kept), each
+        depth's dimensions smallest first."""
+        return [template.replace("{depth}", str(d)).replace("{dim}", str(m))
+                for d in (depths or ["{depth}"]) for m in self.dims]
+
+    def dim_eval_files(self) -> list[str]:
+        """Every evaluation's files at the configured dimensions (eval.dims)."""
+        p = self.paths
+        trained = [p.EVAL_DIM.format(**a, benchmark=b, dim=m)
+                   for a in self.arm_seeds(arms=self.evaluated_arms()) for b in self.benchmarks
+                   for m in self.dims]
+        base = [p.BASE_EVAL_DIM.format(strategy=s, depth=d, benchmark=b, dim=m)
+                for s in self.strategies for d in self.depths for b in self.benchmarks
+                for m in self.dims]
+        return trained + base
+
+    def dims_expected_grid(self) -> str:
+        """expected_grid() with the configured dimensions: what the dimension table checks
+        its evaluations against."""
+        return json.dumps({**json.loads(self.expected_grid()), "dims": self.dims})
+
     def curve_eval_files(self) -> list[str]:
         """The snapshots' evaluations (steps/ files) of every arm with a learning curve."""
         return [self.paths.EVAL_STEPS.format(**a, benchmark=b)
@@ -268,8 +300,10 @@ class StudyPlan:
             for b in self.benchmarks:
                 files = [p.BASE_EVAL.format(strategy=s, depth=d, benchmark=b)
                          for d in self.depths]
-                jobs += [(rule, files)] if rule == "evaluate_base_one_pass" else [
-                    (rule, [f]) for f in files]
+                dims = [self.dim_files(p.BASE_EVAL_DIM, [d]) for d in self.depths]
+                dims = [[f.format(strategy=s, benchmark=b) for f in fs] for fs in dims]
+                jobs += [(rule, files + sum(dims, []))] if rule == "evaluate_base_one_pass" else [
+                    (rule, [f, *fd]) for f, fd in zip(files, dims, strict=True)]
         for r in self.recipes:
             curve = r in self.curve_recipes
             for s in self.recipe_strategies(r):
@@ -281,15 +315,19 @@ class StudyPlan:
                                        else [[d] for d in self.depths]):
                             final = [p.EVAL.format(**w, depth=d) for d in depths]
                             steps = [p.EVAL_STEPS.format(**w, depth=d) for d in depths]
-                            jobs.append((rule, steps + final if curve else final))
+                            dims = [f.format(**w) for f in self.dim_files(p.EVAL_DIM, depths)]
+                            jobs.append((rule, (steps if curve else []) + final + dims))
             for s in self.truncated_strategies(r):
                 rule = self.evaluation_rule(s, r)
                 for seed in self.recipes[r]["seeds"]:
                     for b in self.benchmarks:
-                        files = [p.EVAL.format(recipe=r, strategy=s, seed=seed, benchmark=b,
-                                               depth=d) for d in self.depths[:-1]]
-                        jobs += [(rule, files)] if rule.endswith("one_pass") else [
-                            (rule, [f]) for f in files]
+                        w = dict(recipe=r, strategy=s, seed=seed, benchmark=b)
+                        files = [p.EVAL.format(**w, depth=d) for d in self.depths[:-1]]
+                        dims = [[f.format(**w) for f in self.dim_files(p.EVAL_DIM, [d])]
+                                for d in self.depths[:-1]]
+                        jobs += [(rule, files + sum(dims, []))] if rule.endswith(
+                            "one_pass") else [(rule, [f, *fd]) for f, fd in zip(files, dims,
+                                                                               strict=True)]
         return jobs
 
     def expected_grid(self) -> str:
@@ -316,6 +354,8 @@ class StudyPlan:
             names.remove("per_benchmark_change")
         if not self.curve_recipes:
             names.remove("learning_curves")
+        if not self.dims:
+            names.remove("depth_by_dim")
         return names
 
     def figure_files(self, name: str) -> list[str]:
@@ -340,7 +380,8 @@ class StudyPlan:
         return args
 
     def stats_tables(self) -> list[str]:
-        tables = [*STATS_TABLES, *COMPUTE_TABLES, *(CURVE_TABLES if self.curve_recipes else ())]
+        tables = [*STATS_TABLES, *COMPUTE_TABLES, *(CURVE_TABLES if self.curve_recipes else ()),
+                  *([DIMS_TABLE] if self.dims else [])]
         return [self.paths.STATS_TABLE.format(table=t) for t in tables]
 
     def datasets_of(self, source: str) -> list[str]:
@@ -417,6 +458,7 @@ class StudyPlan:
         if self.has_biencoder:
             out += [*self.trained_eval_files(), *self.base_eval_files(),
                     *(self.curve_eval_files() if self.curve_recipes else []),
+                    *self.dim_eval_files(),
                     *self.stats_tables(), *self.latency_runs(), self.paths.LATENCY_SUMMARY,
                     self.paths.LATENCY_COHERENCE, self.paths.LATENCY_LADDER, self.paths.USAGE,
                     *self.biencoder_outputs()]

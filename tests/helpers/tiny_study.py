@@ -40,7 +40,9 @@ def tiny_config(model_dir) -> dict:
             "tiny-b": {"source": "docstrings", "packages": ["pandas"], "max_queries": 12,
                        "max_docs": 30, "seed": 1},
         },
-        "eval": {"top_k": 100, "batch_size": 16, "min_queries": 10},
+        # The layer x dimension grid: 8 and 16 of the tiny model's 32 dimensions, from the
+        # same evaluation jobs (files under dim8/, dim16/; figure depth_by_dim).
+        "eval": {"top_k": 100, "batch_size": 16, "min_queries": 10, "dims": [8, 16]},
         "latency": {"runs": 1, "batch_size": 4, "seq_len": 16, "warmup_calls": 2,
                     "rounds": 2, "max_rounds": 2, "calls_per_round": 2},
         "stats": {"nboot": 200, "seed": 0},

@@ -52,6 +52,7 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert sorted(snaps.step.unique()) == [2, 4] and len(snaps) == 2 * 12
     _check_train_once_arm(wd)
     _check_truncated_arm(wd)
+    _check_dims(wd)
     cur = pd.read_parquet(wd / "results/default/stats/curves.parquet")
     assert set(cur.recipe) == {"r4"} and sorted(cur.step.unique()) == [0, 2, 4, 8]
     assert set(cur.strategy) == {"top", "adaptive"}
@@ -104,6 +105,29 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     assert len(named) == 2 and all((wd / f).exists() for f in named)  # the records it names
     assert (wd / "results/default/figures/depth_ladder.png").exists()
     assert list((wd / "logs/default/train").rglob("*.log"))
+
+
+def _check_dims(wd) -> None:
+    """eval.dims [8, 16]: every evaluation job also wrote each depth's files at 8 and 16
+    dimensions (no job of their own: the counts above), each saying its dimension; their
+    table holds every arm at each dimension, drawn in the layer x dimension figure and
+    reported."""
+    for folder in ("r1/top1/seed1", "r4/top2/seed2", "r4/adaptive1/seed1",
+                   "r4/truncated1/seed1", "base/top2"):
+        for m in (8, 16):
+            df = contracts.read_eval(wd / f"results/default/eval/{folder}/dim{m}/tiny-a.parquet")
+            assert set(df["dim"]) == {m} and df.attrs["provenance"]["dim"] == m
+            assert len(df) == 12
+    dims = contracts.read_stats(wd / "results/default/stats", "dims")
+    ci = contracts.read_stats(wd / "results/default/stats", "ci")
+    assert sorted(dims["dim"].unique()) == [8, 16]
+    key = ["recipe", "strategy", "depth", "benchmark"]
+    for m in (8, 16):
+        assert sorted(map(tuple, dims[dims["dim"] == m][key].to_numpy())) == sorted(
+            map(tuple, ci[key].to_numpy()))
+    assert (wd / "results/default/figures/depth_by_dim.png").stat().st_size > 10_000
+    assert "ndcg@10 by layers and embedding dimension" in (
+        wd / "results/default/RESULTS.md").read_text()
 
 
 def _check_train_once_arm(wd) -> None:
@@ -201,13 +225,15 @@ IMPORTERS = {
                                              "evaluate_base_one_pass",
                                              "evaluate_steps", "evaluate_steps_train_once",
                                              "evaluate_truncated_one_pass", "latency_run"},
-    "workflow_scripts/stats/multibootstrap.py": {"stats", "curves", "ladder_stats", "claims"},
+    "workflow_scripts/stats/multibootstrap.py": {"stats", "curves", "ladder_stats", "claims",
+                                                 "stats_dims"},
     "workflow_scripts/claims/render.py": {"claims", "claims_figure"},
     "workflow_scripts/biencoder/report/figures.py": {"figure_depth_vs_budget", "figure_pareto",
                                               "figure_per_benchmark_change",
                                               "figure_seed_variance",
                                               "figure_learning_curves",
-                                              "figure_quality_vs_compute"},
+                                              "figure_quality_vs_compute",
+                                              "figure_depth_by_dim"},
 }
 
 

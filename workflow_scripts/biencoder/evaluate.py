@@ -22,6 +22,13 @@ CLI: python -m workflow_scripts.biencoder.evaluate (--model DIR | --base SPEC) -
      (--snapshots DIR/steps --steps 5000 10000 ...: a model's learning-curve snapshots, one
      file with a `step` column per depth; with --final DIR --final-out FILE ...: the final
      model too, the curve's last point, in the same process)
+     [--dims 64 128 --dim-out FILE ...: also at these embedding dimensions, cuts of the same
+     embeddings (biencoder/embedding_dims.py), one file per depth and dimension]
+
+Embedding dimensions (--dims): each is scored from the embeddings the full dimension was
+scored from, cut to their first `dim` coordinates and L2-normalised, as sentence-transformers'
+truncate_dim does (biencoder/embedding_dims.py); its file has a `dim` column and its
+provenance the dimension.
 """
 
 from __future__ import annotations
@@ -34,36 +41,63 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_scripts.biencoder.embedding_dims import truncate_normalise
 from workflow_scripts.biencoder.retrieval import doc_texts, evaluate_embeddings
 from workflow_scripts.core import contracts
 from workflow_scripts.core import provenance as code_provenance
 from workflow_scripts.core.settings import Evaluate
 
 
-def evaluate_model(encoder, benchmark_dir, *, top_k: int = 100, batch_size: int = 64,
-                   ignore_identical_ids: bool = False) -> tuple[pd.DataFrame, dict]:
-    """Per-query metrics of `encoder` (anything with encode(texts, batch_size=...) returning
-    an array, e.g. workflow_scripts.biencoder.model.encoder's) on a BEIR folder, and timings."""
+def score(q_emb, d_emb, query_ids, doc_ids, qrels: dict, key, dims=(), *, top_k: int = 100,
+          ignore_identical_ids: bool = False) -> dict:
+    """Per-query metrics of one encoding: {key: at the full dimension, (key, dim): at each of
+    `dims`, the embeddings cut and normalised (biencoder/embedding_dims.py)}. The dimensions
+    are cuts of the same embeddings: no second encoding."""
+    opts = dict(top_k=top_k, ignore_identical_ids=ignore_identical_ids)
+    out = {key: evaluate_embeddings(q_emb, d_emb, query_ids, doc_ids, qrels, **opts)}
+    for dim in dims:
+        out[(key, dim)] = evaluate_embeddings(truncate_normalise(q_emb, dim),
+                                              truncate_normalise(d_emb, dim), query_ids,
+                                              doc_ids, qrels, **opts)
+    return out
+
+
+def evaluate_encoder(encoder, benchmark_dir, key=None, dims=(), *, top_k: int = 100,
+                     batch_size: int = 64,
+                     ignore_identical_ids: bool = False) -> tuple[dict, dict]:
+    """score()'s frames of `encoder` (anything with encode(texts, batch_size=...) returning
+    an array, e.g. workflow_scripts.biencoder.model.encoder's) on a BEIR folder, and
+    timings."""
     corpus, queries, qrels = contracts.load_beir(benchmark_dir)
     t0 = time.perf_counter()
     q_emb = encoder.encode(list(queries.values()), batch_size=batch_size,
                            show_progress_bar=True)
     d_emb = encoder.encode(doc_texts(corpus), batch_size=batch_size, show_progress_bar=True)
     t1 = time.perf_counter()
-    df = evaluate_embeddings(q_emb, d_emb, list(queries), list(corpus), qrels, top_k=top_k,
-                             ignore_identical_ids=ignore_identical_ids)
+    frames = score(q_emb, d_emb, list(queries), list(corpus), qrels, key, dims, top_k=top_k,
+                   ignore_identical_ids=ignore_identical_ids)
     t2 = time.perf_counter()
     timing = {"encode_seconds": t1 - t0, "search_metrics_seconds": t2 - t1,
               "queries": len(queries), "documents": len(corpus)}
-    return df, timing
+    return frames, timing
+
+
+def evaluate_model(encoder, benchmark_dir, *, top_k: int = 100, batch_size: int = 64,
+                   ignore_identical_ids: bool = False) -> tuple[pd.DataFrame, dict]:
+    """Per-query metrics of `encoder` on a BEIR folder at its full dimension, and timings."""
+    frames, timing = evaluate_encoder(encoder, benchmark_dir, top_k=top_k,
+                                      batch_size=batch_size,
+                                      ignore_identical_ids=ignore_identical_ids)
+    return frames[None], timing
 
 
 def evaluate_depths(source: str, depths, benchmark_dir, *, max_seq_length: int,
                     top_k: int = 100, batch_size: int = 64, ignore_identical_ids: bool = False,
-                    device: str | None = None) -> tuple[dict[int, pd.DataFrame], dict]:
+                    device: str | None = None, dims=()) -> tuple[dict, dict]:
     """{depth: per-query metrics} of a model whose weights do not depend on depth (`source`:
     the base's spec, strategy top, or a train-once model's folder) at every one of `depths`,
-    its texts encoded in one pass (encoder.encode_at_depths)."""
+    its texts encoded in one pass (encoder.encode_at_depths); {(depth, dim): ..} too at
+    each of `dims` (score())."""
     from workflow_scripts.biencoder.model.encoder import encode_at_depths
 
     corpus, queries, qrels = contracts.load_beir(benchmark_dir)
@@ -72,9 +106,10 @@ def evaluate_depths(source: str, depths, benchmark_dir, *, max_seq_length: int,
                                     depths, max_seq_length=max_seq_length,
                                     batch_size=batch_size, device=device)
     t1 = time.perf_counter()
-    out = {d: evaluate_embeddings(q_emb[d], d_emb[d], list(queries), list(corpus), qrels,
-                                  top_k=top_k, ignore_identical_ids=ignore_identical_ids)
-           for d in sorted(depths)}
+    out = {}
+    for d in sorted(depths):
+        out.update(score(q_emb[d], d_emb[d], list(queries), list(corpus), qrels, d, dims,
+                         top_k=top_k, ignore_identical_ids=ignore_identical_ids))
     timing = {"encode_seconds": t1 - t0, "search_metrics_seconds": time.perf_counter() - t1,
               "queries": len(queries), "documents": len(corpus)}
     return out, timing
@@ -82,13 +117,15 @@ def evaluate_depths(source: str, depths, benchmark_dir, *, max_seq_length: int,
 
 def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top_k: int = 100,
                        batch_size: int = 64, ignore_identical_ids: bool = False,
-                       device: str | None = None, depths=None) -> tuple[object, dict]:
+                       device: str | None = None, depths=None, dims=(),
+                       dims_step=None) -> tuple[object, dict]:
     """Per-query metrics of several weight folders of one training (step -> a learning-curve
     snapshot), as evaluate_model gives for each, with a `step` column: the benchmark read
     once, its texts tokenized once (the lean encoder swaps weights, keeping its batches),
     one process for all. A folder the lean encoder cannot take is encoded on its own.
     `depths` (a train-once model's snapshots): {depth: metrics} of every depth, each
-    snapshot in one pass."""
+    snapshot in one pass. `dims`: the folder of step `dims_step` (the final model) also at
+    these dimensions, keyed (depth or None, dim) as score() keys them."""
     from workflow_scripts.biencoder.model.encoder import (
         BertEncoder,
         UnsupportedModel,
@@ -126,13 +163,15 @@ def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top
             embs = [{None: encoder.encode(t, batch_size=batch_size)} for t in (q_texts, d_texts)]
         t1 = time.perf_counter()
         for key, q_emb in embs[0].items():
-            df = evaluate_embeddings(q_emb, embs[1][key], list(queries), list(corpus), qrels,
-                                     top_k=top_k, ignore_identical_ids=ignore_identical_ids)
-            frames.setdefault(key, []).append(df.assign(step=int(step)))
+            scored = score(q_emb, embs[1][key], list(queries), list(corpus), qrels, key,
+                           dims if step == dims_step else (), top_k=top_k,
+                           ignore_identical_ids=ignore_identical_ids)
+            for k, df in scored.items():
+                frames.setdefault(k, []).append(df.assign(step=int(step)))
         timing["encode_seconds"] += t1 - t0
         timing["search_metrics_seconds"] += time.perf_counter() - t1
     out = {key: pd.concat(f, ignore_index=True) for key, f in frames.items()}
-    return (out if depths else out[None]), timing
+    return (out if depths or dims else out[None]), timing
 
 
 def final_model_step(folder, snapshot_steps) -> int:
@@ -191,17 +230,37 @@ def truncated_from(model, summary: dict, cut: str, depth: int) -> dict:
             "kept_layers": kept_layers(cut, depth, trained)}
 
 
+def at_depth(frames: dict, depth) -> dict:
+    """Frames keyed by None (a model's own depth) or (None, dim), keyed by `depth` instead."""
+    return {(depth if k is None else (depth, k[1]) if isinstance(k, tuple) and k[0] is None
+             else k): df for k, df in frames.items()}
+
+
 def write_frames(frames: dict, depths, outs, a, folder=None) -> None:
     """Each depth's per-query metrics, with the run's identity columns and its provenance,
     to its file."""
     for d, out in zip(depths, outs, strict=True):
-        df = frames[d]
-        for key, value in (("recipe", a.recipe), ("strategy", a.strategy), ("depth", d),
-                           ("seed", a.seed), ("benchmark", a.benchmark)):
-            df[key] = value
-        df.attrs["provenance"] = provenance(a, folder, d)
-        contracts.write_parquet(out, df)
-        print(f"{out}: {len(df)} queries, NDCG@10 {df['ndcg@10'].mean():.4f}")
+        _write(frames[d], out, a, d, provenance(a, folder, d))
+
+
+def write_dim_frames(frames: dict, depths, dims, outs, a, folder=None) -> None:
+    """Each (depth, dimension)'s per-query metrics (frames keyed (depth, dim)) to its file,
+    depth by depth, each depth's dimensions in `dims` order (outs' order); each file says
+    its dimension (column `dim`, provenance `dim`)."""
+    keys = [(d, m) for d in depths for m in dims]
+    for (d, m), out in zip(keys, outs, strict=True):
+        prov = {**provenance(a, folder, d), "dim": int(m),
+                "truncation": "first dim coordinates of the full embedding, L2-normalised"}
+        _write(frames[(d, m)].assign(dim=int(m)), out, a, d, prov)
+
+
+def _write(df, out, a, depth, prov: dict) -> None:
+    for key, value in (("recipe", a.recipe), ("strategy", a.strategy), ("depth", depth),
+                       ("seed", a.seed), ("benchmark", a.benchmark)):
+        df[key] = value
+    df.attrs["provenance"] = prov
+    contracts.write_parquet(out, df)
+    print(f"{out}: {len(df)} queries, NDCG@10 {df['ndcg@10'].mean():.4f}")
 
 
 def main(argv=None) -> None:
@@ -233,6 +292,13 @@ def main(argv=None) -> None:
                          "config/schema.yaml's defaults")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", nargs="+", required=True)
+    ap.add_argument("--dims", nargs="+", type=int, default=[],
+                    help="embedding dimensions evaluated besides the full one, each a cut of "
+                         "the same embeddings (biencoder/embedding_dims.py); with --snapshots, "
+                         "of the final model only")
+    ap.add_argument("--dim-out", nargs="+", default=[],
+                    help="with --dims: one file per depth and dimension, depth by depth, each "
+                         "depth's dimensions in --dims order")
     a = ap.parse_args(argv)
     s = Evaluate.from_json(a.settings_json)
     depths = a.depths or [a.depth]
@@ -245,6 +311,11 @@ def main(argv=None) -> None:
     if a.depths and contracts.base_strategy(a.strategy) != contracts.PER_DEPTH_REFERENCE:
         ap.error(f"--depths: strategy {a.strategy} keeps other than the bottom layers; one "
                  "pass gives the depths of strategy top and the train-once arms only")
+    if len(a.dim_out) != len(depths) * len(a.dims):
+        ap.error(f"{len(a.dim_out)} --dim-out file(s) for {len(depths)} depth(s) x "
+                 f"{len(a.dims)} dimension(s)")
+    if a.dims and a.snapshots and not a.final:
+        ap.error("--dims with --snapshots: the final model's (--final)")
     cut = contracts.truncated_cut(a.strategy)
     if cut and not a.model:
         ap.error(f"--strategy {a.strategy}: a fine-tuned-then-truncated arm cuts a trained "
@@ -264,28 +335,36 @@ def main(argv=None) -> None:
         if missing:
             sys.exit(f"error: no snapshot at {', '.join(missing)} (the training's eval_steps "
                      "do not include it: retrain)")
+        final_step = None
         if a.final:  # the final model is the curve's last point: one more folder, same batches
             final_step = final_model_step(a.final, a.steps)
             folders[final_step] = Path(a.final)
         frames, timing = evaluate_snapshots(folders, a.benchmark_dir,
                                             max_seq_length=s.max_seq_length,
-                                            depths=a.depths, **opts)
+                                            depths=a.depths, dims=a.dims,
+                                            dims_step=final_step, **opts)
+        frames = at_depth(frames if isinstance(frames, dict) else {None: frames}, a.depth)
         if a.final:
-            frames, finals = split_final(frames if a.depths else {a.depth: frames}, final_step)
+            frames, finals = split_final(frames, final_step)
             write_frames(finals, depths, a.final_out, a, folder=a.final)
-            frames = frames if a.depths else frames[a.depth]
-    elif a.depths:
-        frames, timing = evaluate_depths(a.model or a.base, a.depths, a.benchmark_dir,
-                                         max_seq_length=s.max_seq_length, **opts)
+            write_dim_frames(finals, depths, a.dims, a.dim_out, a, folder=a.final)
+        write_frames(frames, depths, a.out, a, folder=a.final)
     else:
-        # A trained model as saved, or (a truncated arm) cut by its strategy's rule.
-        encoder = (load_encoder(a.model, depth=a.depth, strategy=cut,
-                                max_seq_length=s.max_seq_length) if cut
-                   else load_encoder(a.model, max_seq_length=s.max_seq_length) if a.model
-                   else load_encoder(a.base, depth=a.depth, strategy=a.strategy,
-                                     max_seq_length=s.max_seq_length))
-        frames, timing = evaluate_model(encoder, a.benchmark_dir, **opts)
-    write_frames(frames if a.depths else {a.depth: frames}, depths, a.out, a, folder=a.final)
+        if a.depths:
+            frames, timing = evaluate_depths(a.model or a.base, a.depths, a.benchmark_dir,
+                                             max_seq_length=s.max_seq_length, dims=a.dims,
+                                             **opts)
+        else:
+            # A trained model as saved, or (a truncated arm) cut by its strategy's rule.
+            encoder = (load_encoder(a.model, depth=a.depth, strategy=cut,
+                                    max_seq_length=s.max_seq_length) if cut
+                       else load_encoder(a.model, max_seq_length=s.max_seq_length) if a.model
+                       else load_encoder(a.base, depth=a.depth, strategy=a.strategy,
+                                         max_seq_length=s.max_seq_length))
+            frames, timing = evaluate_encoder(encoder, a.benchmark_dir, a.depth, a.dims,
+                                              **opts)
+        write_frames(frames, depths, a.out, a)
+        write_dim_frames(frames, depths, a.dims, a.dim_out, a)
     print(f"encode {timing['encode_seconds']:.1f} s, search+metrics "
           f"{timing['search_metrics_seconds']:.2f} s")
 

@@ -39,13 +39,12 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from workflow_scripts.biencoder.arm_intervals import ci_table, groups, seed_means
 from workflow_scripts.core import contracts
 from workflow_scripts.core.arms import Arm, build_arms, check_aligned, grid_gaps, load_evals
 from workflow_scripts.core.contracts import (
-    ALL,
     BASE,
     PER_DEPTH_REFERENCE,
     TRAIN_ONCE,
@@ -57,51 +56,14 @@ from workflow_scripts.stats import borrowed_seeds, design, intervals
 from workflow_scripts.stats import multibootstrap as mb
 
 
-def _groups(arm_scores: dict) -> list[tuple[str, object]]:
-    groups = [(b, s) for b, s in arm_scores.items()]
-    if len(arm_scores) > 1:
-        groups.append((ALL, arm_scores))
-    return groups
-
-
-def ci_table(arms: dict, s: Stats, threads: int | None = None) -> pd.DataFrame:
-    rows = []
-    for arm in arms.values():
-        resample = intervals.axes_for(len(arm.seeds))[0]
-        for bench, scores in _groups(arm.scores):
-            r = intervals.mean(scores, method=s.interval, ci=s.ci, resample=resample,
-                               nboot=s.nboot, seed=s.seed, threads=threads)
-            per_seed = _seed_means(scores)
-            rows.append({
-                "recipe": arm.recipe, "strategy": arm.strategy, "depth": arm.depth,
-                "benchmark": bench, "n_seeds": len(arm.seeds),
-                "n_queries": _n_queries(scores),
-                "seed_std": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else np.nan,
-                **r,
-            })
-    return pd.DataFrame(rows)
-
-
 def seed_table(arms: dict) -> pd.DataFrame:
     rows = []
     for arm in arms.values():
-        for bench, scores in _groups(arm.scores):
-            for s, m in zip(arm.seeds, _seed_means(scores), strict=True):
+        for bench, scores in groups(arm.scores):
+            for s, m in zip(arm.seeds, seed_means(scores), strict=True):
                 rows.append({"recipe": arm.recipe, "strategy": arm.strategy,
                              "depth": arm.depth, "benchmark": bench, "seed": s, "mean": m})
     return pd.DataFrame(rows)
-
-
-def _seed_means(scores) -> np.ndarray:
-    if isinstance(scores, dict):
-        return np.mean([v.mean(axis=1) for v in scores.values()], axis=0)
-    return scores.mean(axis=1)
-
-
-def _n_queries(scores) -> int:
-    if isinstance(scores, dict):
-        return int(sum(v.shape[1] for v in scores.values()))
-    return int(scores.shape[1])
 
 
 def comparison_pairs(arms: dict, budget_order: list[str]) -> list[tuple[str, tuple, tuple]]:
@@ -163,10 +125,10 @@ def compare_arms(kind: str, a: Arm, b: Arm, s: Stats, threads: int | None = None
     counts = {k: len(x.seeds) for k, x in study.items()}
     compared = [(x.recipe, x.strategy, x.depth) for x in (a, b)]  # the study's keys
     rows = []
-    for (bench, sa), (_, sb) in zip(_groups(a.scores), _groups(b.scores), strict=True):
+    for (bench, sa), (_, sb) in zip(groups(a.scores), groups(b.scores), strict=True):
 
         def layout(key, bench=bench):
-            return dict(_groups(study[key].scores))[bench]
+            return dict(groups(study[key].scores))[bench]
 
         terms = design.borrowed_pool(counts, compared, layout) if one else []
         sa, sb = d.sides(sa, sb)

@@ -122,6 +122,10 @@ COMPUTE_TABLES = {
                 "train_seconds_sum", "depths_served", "arm_trainings", "arm_layer_steps",
                 "arm_train_seconds"),
 }
+# results/<study>/stats/dims.parquet (biencoder/dims_stats.py): the ci table's rows at each
+# configured embedding dimension (eval.dims), `dim` the dimensions kept.
+DIMS_TABLE = "dims"
+DIMS_TABLES = {DIMS_TABLE: ("dim", *STATS_TABLES["ci"])}
 # results/<study>/usage.parquet: Snakemake's benchmark of every job, summed per rule.
 USAGE_COLUMNS = ("rule", "jobs", "seconds_total", "seconds_max", "max_rss_mb", "cpu_seconds")
 
@@ -307,7 +311,8 @@ def read_stats(stats_dir, name: str) -> pd.DataFrame:
     path = Path(stats_dir) / f"{name}.parquet"
     df = read_parquet(path)
     if len(df):
-        check_columns(df, {**STATS_TABLES, **CURVE_TABLES, **COMPUTE_TABLES}[name], path)
+        check_columns(df, {**STATS_TABLES, **CURVE_TABLES, **COMPUTE_TABLES, **DIMS_TABLES}[name],
+                      path)
     return df
 
 

@@ -43,6 +43,10 @@ MODEL_FILES = ("model.safetensors", "steps", "train_summary.json")
 EVAL = "eval/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}.parquet"
 EVAL_STEPS = "eval/{recipe}/{strategy}{depth}/seed{seed}/steps/{benchmark}.parquet"
 BASE_EVAL = "eval/base/{strategy}{depth}/{benchmark}.parquet"
+# The same evaluations at a smaller embedding dimension (eval.dims): a folder dim<N> beside
+# each full-dimension file, so no reader of those sees them.
+EVAL_DIM = "eval/{recipe}/{strategy}{depth}/seed{seed}/dim{dim}/{benchmark}.parquet"
+BASE_EVAL_DIM = "eval/base/{strategy}{depth}/dim{dim}/{benchmark}.parquet"
 # Latency, statistics, figures, report.
 LATENCY_RUN = "latency/run{r}.parquet"
 LATENCY_SUMMARY = "latency/summary.parquet"
@@ -96,6 +100,8 @@ class Study:
         self.EVAL = self.result(EVAL)
         self.EVAL_STEPS = self.result(EVAL_STEPS)
         self.BASE_EVAL = self.result(BASE_EVAL)
+        self.EVAL_DIM = self.result(EVAL_DIM)
+        self.BASE_EVAL_DIM = self.result(BASE_EVAL_DIM)
         self.LATENCY_RUN = self.result(LATENCY_RUN)
         self.LATENCY_SUMMARY = self.result(LATENCY_SUMMARY)
         self.LATENCY_COHERENCE = self.result(LATENCY_COHERENCE)

@@ -37,7 +37,7 @@ WORKFLOW_KEYS = frozenset({
     "recipes.*.truncated",
     "datasets.*.source", "datasets.*.url", "datasets.*.md5", "datasets.*.path",
     "datasets.*.expect_lines",
-    "latency.runs", "latency.threads", "figures.budget_pair",
+    "eval.dims", "latency.runs", "latency.threads", "figures.budget_pair",
     "figures.formats", "ladder.dataset.name", "ladder.dataset.url", "ladder.dataset.md5",
     "ladder.configs", "ladder.methods", "ladder.seeds",
     "ladder.crosscheck",
@@ -270,6 +270,8 @@ Stats = stage("Stats", "stats", "metric interval nboot ci seed equivalence_epsil
               "target_half_width detect_delta")
 Curves = stage("Curves", "stats", "metric interval nboot ci seed onset_epsilon",
                "The learning curves' statistics (biencoder/curves.py).")
+DimsStats = stage("DimsStats", "stats", "metric interval nboot ci seed",
+                  "The layer x dimension table's intervals (biencoder/dims_stats.py).")
 LadderData = stage("LadderData", "ladder.dataset", "n_train n_test split_seed")
 LadderTrain = stage("LadderTrain", "ladder.train", "epochs batch_size lr weight_decay device")
 LadderStats = stage("LadderStats", "ladder.stats", "interval nboot ci seed")
@@ -287,6 +289,6 @@ Looks = stage("Looks", "adaptive_seeds", "claims max_seeds step looks spending",
 
 STAGES: tuple[type[Settings], ...] = (
     Train, TrainAdaptive, TrainMatryoshka2d, Evaluate, DocstringBenchmark, DocstringTriples,
-    LatencyProfile, LatencySummary, Stats, Curves, LadderData, LadderTrain, LadderStats, Claims,
-    Looks,
+    LatencyProfile, LatencySummary, Stats, Curves, DimsStats, LadderData, LadderTrain,
+    LadderStats, Claims, Looks,
 )

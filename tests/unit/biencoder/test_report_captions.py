@@ -33,7 +33,8 @@ METHODS = set(contracts.INTERVAL_NAMES.values())
 # Caption -> the stats table its figure draws the intervals of.
 FIGURE_TABLES = {"depth_vs_budget": "ci", "seed_variance": "ci", "pareto": "ci",
                  "quality_vs_compute": "ci", "per_benchmark_change": "comparisons",
-                 "learning_curves": "curves", "claims": "ci", "depth_ladder": "ladder"}
+                 "learning_curves": "curves", "claims": "ci", "depth_ladder": "ladder",
+                 "depth_by_dim": "ci"}  # its dims table: the same stats settings as ci
 
 
 def render(name: str, config: dict) -> str:

@@ -14,6 +14,7 @@ from workflow_scripts.core import codedeps
 STAGES = ["biencoder.train", "biencoder.evaluate", "biencoder.latency.profile",
           "biencoder.latency.summary", "biencoder.stats", "biencoder.curves",
           "biencoder.report.figures", "biencoder.report.results", "biencoder.compute",
+          "biencoder.dims_stats",
           "biencoder.data.docstrings", "biencoder.data.prepare_data", "core.usage", "ladder.train",
           "ladder.stats", "ladder.identity", "ladder.report", "ladder.data"]
 

@@ -53,6 +53,8 @@ def expected_jobs(plan: StudyPlan) -> dict[str, int]:
         counts[train_rule[plan.config["datasets"][plan.train_data]["source"]]] = 1
         counts.update(train=len(plan.models()), latency_run=len(plan.latency_runs()),
                       latency_summary=1, stats=1, compute=1, usage=1, report=1)
+        if plan.dims:
+            counts["stats_dims"] = 1
         counts.update({f"figure_{name}": 1 for name in plan.figures()})
         if plan.curve_recipes:
             counts["curves"] = 1
@@ -71,9 +73,10 @@ def expected_jobs(plan: StudyPlan) -> dict[str, int]:
     return counts
 
 
-# The jobs of each shipped config (fresh folder), as the plan counts them.
-EXPECTED_TOTALS = {"default": 216, "laptop": 71, "paper": 144, "ladder": 93,
-                   "adaptive_demo": 218}
+# The jobs of each shipped config (fresh folder), as the plan counts them (the default's
+# eval.dims: the same evaluation jobs, plus stats_dims and figure_depth_by_dim).
+EXPECTED_TOTALS = {"default": 218, "laptop": 71, "paper": 144, "ladder": 93,
+                   "adaptive_demo": 220}
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -102,18 +105,20 @@ def test_default_plan_paths(plans):
     assert "checkpoints/default/short/adaptive3/seed42/model.safetensors" in p.model_files()
     assert "checkpoints/default/short/adaptive1/seed42/model.safetensors" not in p.model_files()
     once = [o for r, o in p.evaluation_jobs() if r == "evaluate_train_once"]
-    assert once[0] == [f"results/default/eval/short/adaptive{d}/seed42/"
-                       f"{p.benchmarks[0]}.parquet" for d in (1, 2, 3)]
+    b0 = p.benchmarks[0]
+    assert once[0] == [f"results/default/eval/short/adaptive{d}/seed42/{b0}.parquet"
+                       for d in (1, 2, 3)] + [  # and each depth at eval.dims [64, 128]
+        f"results/default/eval/short/adaptive{d}/seed42/dim{m}/{b0}.parquet"
+        for d in (1, 2, 3) for m in (64, 128)]
     steps = [o for r, o in p.evaluation_jobs() if r == "evaluate_steps"]
-    assert steps[0] == [p.paths.EVAL_STEPS.format(recipe="long", strategy="top", depth=1,
-                                                  seed=42, benchmark=p.benchmarks[0]),
-                        p.paths.EVAL.format(recipe="long", strategy="top", depth=1, seed=42,
-                                            benchmark=p.benchmarks[0])]
+    w = dict(recipe="long", strategy="top", depth=1, seed=42, benchmark=b0)
+    assert steps[0] == [p.paths.EVAL_STEPS.format(**w), p.paths.EVAL.format(**w),
+                        *(p.paths.EVAL_DIM.format(**w, dim=m) for m in (64, 128))]
     # Every evaluation file is planned once, by one job.
     files = [f for _, outs in p.evaluation_jobs() for f in outs]
     assert len(files) == len(set(files))
     assert set(files) == set(p.trained_eval_files() + p.base_eval_files()
-                             + p.curve_eval_files())
+                             + p.curve_eval_files() + p.dim_eval_files())
 
 
 def test_promised_outputs_include_what_the_aggregates_are_made_from(plans):
@@ -192,7 +197,9 @@ def test_the_truncated_arm_adds_evaluations_and_no_training(plans, name):
     job per model and benchmark (strategy top: every shallower depth from one pass)."""
     p, off = plans[name], StudyPlan(_without_truncated(plans[name].config))
     assert p.models() == off.models() and p.summaries() == off.summaries()
-    added = [(r, o) for r, o in p.evaluation_jobs() if (r, o) not in off.evaluation_jobs()]
+    dims = set(p.dim_eval_files())  # eval.dims: the same jobs' files at smaller dimensions
+    added = [(r, [f for f in o if f not in dims]) for r, o in p.evaluation_jobs()
+             if (r, o) not in off.evaluation_jobs()]
     assert {r for r, _ in added} == {"evaluate_truncated_one_pass"}
     assert len(added) == sum(len(s["seeds"]) for s in p.recipes.values()) * len(p.benchmarks)
     shallower = p.depths[:-1]
@@ -232,3 +239,28 @@ def test_a_layer_dropping_strategy_is_cut_per_depth_by_its_rule():
     assert p.evaluation_rule("truncatedbottom", "short") == "evaluate_truncated"
     assert p.evaluation_rule("truncated", "long") == "evaluate_truncated_one_pass"
     assert StudyPlan({**cfg, "depths": [3]}).truncated_arms() == []  # no shallower depth
+
+
+@pytest.mark.parametrize("name", ["default", "laptop", "paper"])
+def test_dimensions_add_files_to_the_same_evaluation_jobs(plans, name):
+    """eval.dims: every evaluation job also writes one file per depth it writes and per
+    dimension (dim<N>/ beside the full-dimension file, in its --dim-out order), with no job
+    of its own; the full-dimension files and every job's rule are those without dims; the
+    dimension table and the layer x dimension figure join the stats and figures."""
+    cfg = copy.deepcopy(plans[name].config)
+    cfg["eval"]["dims"] = [16, 8]
+    p, off = StudyPlan(cfg), StudyPlan({**cfg, "eval": {**cfg["eval"], "dims": []}})
+    assert p.dims == [8, 16] and off.dims == []
+    dims = set(p.dim_eval_files())
+    assert len(dims) == 2 * (len(p.trained_eval_files()) + len(p.base_eval_files()))
+    jobs, jobs_off = p.evaluation_jobs(), off.evaluation_jobs()
+    assert [(r, [f for f in o if f not in dims]) for r, o in jobs] == jobs_off
+    assert {f for _, o in jobs for f in o if f in dims} == dims
+    for rule, outs in jobs:
+        full = [f for f in outs if f not in dims and "/steps/" not in f]
+        folder_file = [f.rsplit("/", 1) for f in full]
+        assert [f for f in outs if f in dims] == [
+            f"{folder}/dim{m}/{file}" for folder, file in folder_file for m in (8, 16)], rule
+    assert p.paths.STATS_TABLE.format(table="dims") in p.stats_tables()
+    assert "depth_by_dim" in p.figures() and "depth_by_dim" not in off.figures()
+    assert dims <= set(p.promised()) and not dims & set(off.promised())

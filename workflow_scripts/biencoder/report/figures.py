@@ -4,7 +4,8 @@ the canonical latency ladder; quality_vs_compute reads the training compute (com
 beside the intervals. Which tables each figure reads is the study plan's registry
 (study_plan.BIENCODER_FIGURES), passed as --stats. The figures live by concern:
 figures_depth.py (depth_vs_budget, per_benchmark_change, seed_variance), figures_latency.py
-(pareto), figures_training.py (learning_curves, quality_vs_compute); this module is their CLI.
+(pareto), figures_training.py (learning_curves, quality_vs_compute), figures_dims.py
+(depth_by_dim); this module is their CLI.
 
 CLI: python -m workflow_scripts.biencoder.report.figures NAME
         --stats results/STUDY/stats/ci.parquet ... (each table the figure reads)
@@ -28,15 +29,17 @@ from workflow_scripts.biencoder.report.figures_depth import (
     seed_variance,
     trained_arms,
 )
+from workflow_scripts.biencoder.report.figures_dims import depth_by_dim
 from workflow_scripts.biencoder.report.figures_latency import busy_runs, pareto, pareto_front
 from workflow_scripts.biencoder.report.figures_training import learning_curves, quality_vs_compute
 from workflow_scripts.core import contracts
 
-__all__ = ["busy_runs", "depth_vs_budget", "learning_curves", "load_stats", "pareto",
-           "pareto_front", "per_benchmark_change", "quality_vs_compute", "save",
+__all__ = ["busy_runs", "depth_by_dim", "depth_vs_budget", "learning_curves", "load_stats",
+           "pareto", "pareto_front", "per_benchmark_change", "quality_vs_compute", "save",
            "seed_variance", "trained_arms"]
 FIGURES = {f.__name__: f for f in (depth_vs_budget, per_benchmark_change, seed_variance,
-                                   pareto, learning_curves, quality_vs_compute)}
+                                   pareto, learning_curves, quality_vs_compute,
+                                   depth_by_dim)}
 
 
 def load_stats(stats_dir, names=("ci", "seeds", "comparisons")) -> dict[str, pd.DataFrame]:

@@ -10,7 +10,7 @@ CLI: python -m workflow_scripts.biencoder.report.results --stats-dir results/<st
         [--usage results/<study>/usage.parquet] [--cards data/.../DATACARD.md ...]
         [--extra results/<study>/ladder/summary.md ...]
         [--claims results/<study>/claims.md] [--curves] \
-        [--compute] --out results/<study>/RESULTS.md
+        [--compute] [--dims] --out results/<study>/RESULTS.md
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import pandas as pd
 
 from workflow_scripts.biencoder.report.compute_section import compute_section
 from workflow_scripts.biencoder.report.curves_section import curves_section
+from workflow_scripts.biencoder.report.dims_section import dims_section
 from workflow_scripts.biencoder.report.latency_section import latency_section, read_fit
 from workflow_scripts.biencoder.report.markdown import ci_cell, fmt, interval, md_table, p_fmt
 from workflow_scripts.core import contracts, notation, paths
@@ -201,12 +202,13 @@ def usage_section(usage: pd.DataFrame, records) -> str:
 
 def build(stats_dir, latency_summary=None, latency_ladder=None, latency_coherence=None,
           usage=None, cards=(), extras=(), title="depthlab results", claims=None,
-          curves=False, compute=False) -> str:
+          curves=False, compute=False, dims=False) -> str:
     """RESULTS.md from the artifacts' paths; the latency section needs the summary and the
     ladder (the coherence document is optional: without it the fit is computed here). The
     claims section (results/<study>/claims.md), when given, comes first; `curves`: the learning
     curves' tables are in stats_dir too; `compute`: so is the training compute table
-    (report_compute.py: train once vs per depth)."""
+    (report_compute.py: train once vs per depth); `dims`: so is the layer x dimension table
+    (dims.parquet, eval.dims)."""
     if (latency_summary is None) != (latency_ladder is None):
         raise ValueError("the latency section needs both the latency summary and the ladder")
     if latency_coherence and latency_summary is None:
@@ -226,6 +228,9 @@ def build(stats_dir, latency_summary=None, latency_ladder=None, latency_coherenc
     if curves:
         parts.append(curves_section(*(contracts.read_stats(stats_dir, n) for n in
                                       ("curves", "curves_change", "curves_onset"))))
+    if dims:
+        parts.append(dims_section(tables["ci"],
+                                  contracts.read_stats(stats_dir, contracts.DIMS_TABLE)))
     if latency_summary:
         fit = read_fit(latency_coherence) if latency_coherence else None
         parts.append(latency_section(contracts.read_parquet(latency_summary),
@@ -260,12 +265,14 @@ def main(argv=None) -> None:
     ap.add_argument("--compute", action="store_true",
                     help="add the training compute and train once vs per depth "
                          "(compute.parquet in the stats folder)")
+    ap.add_argument("--dims", action="store_true",
+                    help="add the layer x dimension table (dims.parquet in the stats folder)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     try:
         text = build(a.stats_dir, a.latency_summary, a.latency_ladder, a.latency_coherence,
                      a.usage, a.cards, a.extra, claims=a.claims, curves=a.curves,
-                     compute=a.compute)
+                     compute=a.compute, dims=a.dims)
     except ValueError as e:  # an inconsistent set of inputs
         ap.error(str(e))
     contracts.write_text(a.out, text)
