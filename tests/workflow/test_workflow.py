@@ -383,7 +383,11 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
     assert {"stats", "report", "curves"} <= set(counts)
     planned = [f for line in re.findall(r"output: (.*)", dry.stdout)
                for f in line.split(", ") if f.startswith("results/default/eval/")]
-    assert len(planned) == 4 + 2 + 4 * 2 + 2 * 2 * 2 + 2  # final, snapshot, truncated tables
+    full = [p for p in planned if "/dim" not in p]
+    assert len(full) == 4 + 2 + 4 * 2 + 2 * 2 * 2 + 2  # final, snapshot, truncated tables
+    # eval.dims: a final model's tables at both dimensions, beside its full-dimension one
+    at_dims = {re.sub(r"/dim\d+/", "/", p) for p in planned if "/dim" in p}
+    assert at_dims <= set(full) and len(planned) - len(full) == 2 * len(at_dims)
     assert all(p.endswith("/tiny-a.parquet") for p in planned)
 
     # One job of each evaluation rule the change reruns (the plan above has all of them; the

@@ -57,7 +57,7 @@ def test_every_rules_log_is_named_after_it():
     rule, logs = None, {}
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        m = re.match(r"(?:rule|checkpoint) (\w+):|use rule \w+ as (\w+) with:", line)
+        m = re.match(r"\s*(?:rule|checkpoint) (\w+):|\s*use rule \w+ as (\w+) with:", line)
         if m:
             rule = m.group(1) or m.group(2)
         elif line.strip() == "name:":
