@@ -171,15 +171,18 @@ use rule evaluate_trained as evaluate_truncated with:
         **PLAN.evaluation_constraints("evaluate_truncated"),
 
 
-use rule evaluate_truncated as evaluate_truncated_one_pass with:
-    output:
-        evals=at_depths(PATHS.EVAL, SHALLOWER),
-        dims=PLAN.dim_files(PATHS.EVAL_DIM, SHALLOWER),
-    log:
-        PATHS.log(
-            "evaluate_truncated_one_pass/{recipe}/{strategy}/seed{seed}/{benchmark}"
-        ),
-    wildcard_constraints:
-        **PLAN.evaluation_constraints("evaluate_truncated_one_pass"),
-    params:
-        depths="--depths " + " ".join(map(str, SHALLOWER)),
+# A one-depth study has no shallower depth to cut to.
+if SHALLOWER:
+
+    use rule evaluate_truncated as evaluate_truncated_one_pass with:
+        output:
+            evals=at_depths(PATHS.EVAL, SHALLOWER),
+            dims=PLAN.dim_files(PATHS.EVAL_DIM, SHALLOWER),
+        log:
+            PATHS.log(
+                "evaluate_truncated_one_pass/{recipe}/{strategy}/seed{seed}/{benchmark}"
+            ),
+        wildcard_constraints:
+            **PLAN.evaluation_constraints("evaluate_truncated_one_pass"),
+        params:
+            depths="--depths " + " ".join(map(str, SHALLOWER)),

@@ -533,6 +533,7 @@ def claims_grid(config: dict, metrics=METRICS, ladder_methods=METHODS, layers: i
             "latency": lat, "recipe_seeds": seeds, "ladder_seeds": ladder_seeds,
             "latency_runs": runs, "curves": curves, "curve_metric": curve_metric,
             "datasets": datasets, "layers": int(layers or 0),
+            "dims": sorted(int(m) for m in (config.get("eval") or {}).get("dims") or []),
             "settings": config_values(config)}
 
 

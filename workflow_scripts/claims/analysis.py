@@ -61,6 +61,9 @@ def analysis(claim, grid) -> dict:
             out["benchmarks"] = _merged(out.get("benchmarks"), sorted(benches))
             out["stats.metric"] = _merged(out.get("stats.metric"),
                                           sorted({m.metric for m in members}))
+            dims = sorted({m.dim for m in members if m.dim})
+            if dims:  # recorded only where a claim names one: others' records stay as they were
+                out["eval.dims"] = _merged(out.get("eval.dims"), dims)
         trained = {(k[0], k[1]) for k in arms if study in ("biencoder", "curves")}
         datasets = [values.get("train_data"), *out.get("benchmarks", ())]
         for entry in DECIDING_KEYS[study]:

@@ -32,7 +32,7 @@ def _side(m: Member, data: Data, key) -> tuple[object, tuple]:
     if m.study == "ladder":
         x, seeds = data.ladder[key]
         return x, tuple(seeds)
-    arm = data.biencoder[m.metric][key]
+    arm = data.arms(m)[key]
     if m.versus:  # +2 * benchmark, -2 * versus: their stratified mean is the difference
         x = {m.benchmark: 2 * arm.scores[m.benchmark], m.versus: -2 * arm.scores[m.versus]}
     elif m.benchmark == ALL_BENCHMARKS:
@@ -68,7 +68,7 @@ class Contrast:
 
 def contrast(m: Member, data: Data) -> Contrast:
     if m.study == "biencoder" and m.a is not None:
-        arms = data.biencoder[m.metric]
+        arms = data.arms(m)
         check_aligned(arms[m.a], arms[m.b])
     b, seeds_b = _side(m, data, m.b)
     if m.a is None:  # a mean: against a fixed arm of zeros on the same examples
@@ -94,7 +94,7 @@ def _borrowed(m: Member, data: Data) -> list:
     none (bi-encoder only)."""
     if m.study != "biencoder":
         return []
-    arms = data.biencoder[m.metric]
+    arms = data.arms(m)
     return design.borrowed_pool({k: len(arm.seeds) for k, arm in arms.items()}, (m.a, m.b),
                                 lambda k: _side(m, data, k)[0])
 

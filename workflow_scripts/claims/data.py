@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_scripts.claims.layout import files_of, needed
-from workflow_scripts.claims.spec import Claim, Grid
+from workflow_scripts.claims.spec import Claim, Grid, Member
 from workflow_scripts.core import contracts
 from workflow_scripts.core.arms import build_arms, load_evals
 from workflow_scripts.ladder.runs import collect, scores
@@ -26,9 +26,10 @@ class MissingInput(ValueError):
 
 @dataclass
 class Data:
-    """biencoder: metric -> {(recipe, strategy, depth): Arm}; ladder: (config, method, k) ->
-    ([seeds, examples] correctness, seed ids); latency: per-call rows and coherence.json;
-    missing: (study, arm key) -> the first missing file."""
+    """biencoder: (metric, dim) -> {(recipe, strategy, depth): Arm}, dim 0 the full
+    dimension (`arms`); ladder: (config, method, k) -> ([seeds, examples] correctness, seed
+    ids); latency: per-call rows and coherence.json; missing: (study, layout.need_key) -> the
+    first missing file."""
 
     biencoder: dict = field(default_factory=dict)
     ladder: dict = field(default_factory=dict)
@@ -40,12 +41,16 @@ class Data:
     latency_dir: Path | None = None  # where the latency runs were read
     missing: dict = field(default_factory=dict)
 
+    def arms(self, m: Member) -> dict:
+        """The bi-encoder arms a member compares: at its metric and embedding dimension."""
+        return self.biencoder[(m.metric, m.dim)]
+
 
 def load(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> Data:
     """The claims' inputs; arm_seeds: {arm key: seeds} read at other seeds than the
     recipe's (a look's, claims/looks/run.py)."""
     results, data = Path(results), Data()
-    present: dict[str, list] = {"biencoder": [], "ladder": []}
+    present: dict[str, list] = {"ladder": []}
     for study, key in needed(claims):
         files = files_of(results, grid, study, key, arm_seeds)
         gone = [f for f in files if not f.exists()]
@@ -55,6 +60,8 @@ def load(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> Data:
             if data.onsets is None:
                 data.onsets, data.onset_dist = (contracts.read_stats(f.parent, f.stem)
                                                 for f in files)
+        elif study == "biencoder":  # by embedding dimension: each its own arms
+            present.setdefault(("biencoder", key[3] if len(key) > 3 else 0), []).append(files)
         elif study != "latency":
             present[study].append(files)
         else:
@@ -63,10 +70,11 @@ def load(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> Data:
             data.coherence = json.loads(files[-1].read_text(encoding="utf-8"))
             data.latency_dir = files[-1].parent
             data.latency_depths = tuple(int(a["depth"]) for a in grid.latency or ())
-    if present["biencoder"]:
-        df = load_evals([f for files in present["biencoder"] for f in files])
-        metrics = {m.metric for c in claims for m in c.members if m.study == "biencoder"}
-        data.biencoder = {metric: build_arms(df, metric) for metric in metrics}
+    for (_, dim), found in ((k, v) for k, v in present.items() if k != "ladder"):
+        df = load_evals(list(dict.fromkeys(f for files in found for f in files)))
+        metrics = {m.metric for c in claims for m in c.members
+                   if m.study == "biencoder" and m.dim == dim}
+        data.biencoder.update({(metric, dim): build_arms(df, metric) for metric in metrics})
     if present["ladder"]:
         rows, _ = collect([f for files in present["ladder"] for f in files])
         for key, grp in rows.groupby(["config", "method", "k"], sort=False):

@@ -40,6 +40,7 @@ from workflow_scripts.claims import advice
 from workflow_scripts.claims.contrast import Contrast, compare, contrast, fieller, seeds_needed
 from workflow_scripts.claims.data import Data, MissingInput
 from workflow_scripts.claims.latency import decide_latency
+from workflow_scripts.claims.layout import need_key
 from workflow_scripts.claims.looks.arms import STUDY_WIDE_REFUSED
 from workflow_scripts.claims.onset import decide_onset
 from workflow_scripts.claims.spec import Claim, Member
@@ -219,8 +220,9 @@ def measure_claim(claim: Claim, data: Data, options: Options) -> tuple[list[dict
     if claim.not_applicable:
         return rows, missing
     for m in claim.members:
-        gone = [data.missing[(m.study, k)] for k in (m.a, m.b, None)
-                if (m.study, k) in data.missing and (k is not None or m.study == "latency")]
+        need = [(m.study, need_key(m, k)) for k in (m.a, m.b, None)
+                if k is not None or m.study == "latency"]
+        gone = [data.missing[n] for n in need if n in data.missing]
         try:
             if gone:
                 raise MissingInput(f"{gone[0]} is missing")

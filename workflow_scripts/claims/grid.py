@@ -63,6 +63,7 @@ class Grid:
     curve_metric: str = ""  # the metric the curves stage computes (stats.metric)
     datasets: tuple[str, ...] = ()
     layers: int = 0
+    dims: tuple[int, ...] = ()  # eval.dims: the embedding dimensions evaluated besides the full
     # The values of the config keys that decide a claim (claims/registration.py
     # DECIDING_KEYS), by concrete key: what the registration records with each claim.
     settings: dict = field(default_factory=dict)
@@ -77,7 +78,7 @@ class Grid:
                 "recipe_seeds": self.recipe_seeds, "ladder_seeds": list(self.ladder_seeds),
                 "latency_runs": self.latency_runs, "curves": self.curves,
                 "curve_metric": self.curve_metric, "datasets": list(self.datasets),
-                "layers": self.layers, "settings": self.settings}
+                "layers": self.layers, "dims": list(self.dims), "settings": self.settings}
 
     @classmethod
     def from_dict(cls, d: dict) -> Grid:
@@ -89,7 +90,8 @@ class Grid:
                    dict(d.get("recipe_seeds", {})), tuple(d.get("ladder_seeds", ())),
                    int(d.get("latency_runs", 0)), arms(d.get("curves")),
                    str(d.get("curve_metric", "")), tuple(d.get("datasets", ())),
-                   int(d.get("layers", 0)), dict(d.get("settings", {})))
+                   int(d.get("layers", 0)), tuple(int(m) for m in d.get("dims", ())),
+                   dict(d.get("settings", {})))
 
 
 def grid_from_config(config: dict, metrics=METRICS, ladder_methods=LADDER_METHODS,

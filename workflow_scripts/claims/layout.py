@@ -7,20 +7,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflow_scripts.claims.spec import Claim, Grid
+from workflow_scripts.claims.spec import Claim, Grid, Member
 from workflow_scripts.core import paths
 from workflow_scripts.core.contracts import BASE
 
 
 def eval_files(results: Path, grid: Grid, key: tuple, seeds=None) -> list[Path]:
-    """An arm's per-query files: at its recipe's seeds, or at `seeds` (a look's)."""
-    recipe, strategy, depth = key
+    """An arm's per-query files: at its recipe's seeds, or at `seeds` (a look's); a key
+    with a fourth value (need_key) at that embedding dimension."""
+    recipe, strategy, depth, *dim = key
+    dim = dim[0] if dim else 0
     if recipe == BASE:
-        files = [paths.BASE_EVAL.format(strategy=strategy, depth=depth, benchmark=b)
+        template = paths.BASE_EVAL_DIM if dim else paths.BASE_EVAL
+        files = [template.format(strategy=strategy, depth=depth, benchmark=b, dim=dim)
                  for b in grid.benchmarks]
     else:
-        files = [paths.EVAL.format(recipe=recipe, strategy=strategy, depth=depth, seed=s,
-                                   benchmark=b)
+        template = paths.EVAL_DIM if dim else paths.EVAL
+        files = [template.format(recipe=recipe, strategy=strategy, depth=depth, seed=s,
+                                 benchmark=b, dim=dim)
                  for s in (grid.recipe_seeds[recipe] if seeds is None else seeds)
                  for b in grid.benchmarks]
     return [Path(results) / f for f in files]
@@ -56,7 +60,7 @@ def input_files(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> lis
 
 def files_of(results: Path, grid: Grid, study: str, key, arm_seeds=None) -> list[Path]:
     if study == "biencoder":
-        return eval_files(results, grid, key, (arm_seeds or {}).get(key))
+        return eval_files(results, grid, key, (arm_seeds or {}).get(key[:3]))
     if study == "ladder":
         return ladder_files(results, grid, key)
     if study == "curves":
@@ -65,10 +69,17 @@ def files_of(results: Path, grid: Grid, study: str, key, arm_seeds=None) -> list
 
 
 def needed(claims: list[Claim]) -> list[tuple[str, object]]:
+    """(study, need_key) of every input the claims read."""
     out = []
     for c in claims:
         for m in c.members:
             keys = [k for k in (m.a, m.b) if k is not None]
             out += ([("latency", None)] if m.study == "latency" else
-                    [(m.study, k) for k in keys])
+                    [(m.study, need_key(m, k)) for k in keys])
     return list(dict.fromkeys(out))
+
+
+def need_key(m: Member, key: tuple | None) -> tuple | None:
+    """What a member reads for one of its arms: the arm key, with the member's embedding
+    dimension appended where it names one (its files are that dimension's)."""
+    return (*key, m.dim) if m.dim and key is not None else key

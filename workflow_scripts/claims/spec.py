@@ -22,6 +22,7 @@ import itertools
 from dataclasses import dataclass
 
 from workflow_scripts.claims.grid import (
+    IN_CONFIG,
     STUDY_AXES,
     ClaimError,
     Grid,
@@ -51,7 +52,8 @@ ALL_BENCHMARKS, EACH_BENCHMARK = "all", "each"
 class Member:
     """One estimate and its test. a, b: arm keys (tuples over the study's axes); `mean` has
     b only; latency_coherent none. benchmark: a name, "all" (the stratified mean) or "" (ladder,
-    latency); versus: the other benchmark of a difference of differences."""
+    latency); versus: the other benchmark of a difference of differences; dim: the embedding
+    dimension both arms are scored at (one of eval.dims), 0 the full dimension."""
 
     claim: str
     part: int
@@ -66,12 +68,14 @@ class Member:
     threshold: float | None = None
     epsilon: float | None = None
     value: float | None = None
+    dim: int = 0
 
     @property
     def label(self) -> str:
         a, b = (None if x is None else arm_label(self.study, x) for x in (self.a, self.b))
         bench = self.benchmark if not self.versus else f"{self.benchmark} − {self.versus}"
-        where = f" [{bench}]" if bench else ""
+        where = ", ".join(x for x in (bench, f"{self.dim} dims" if self.dim else "") if x)
+        where = f" [{where}]" if where else ""
         if self.estimate == "latency_coherent":
             return "canonical latency ladder"
         if self.estimate == "mean":
@@ -104,7 +108,7 @@ class Claim:
 # ---------------------------------------------------------------------------------------
 _PART_KEYS = ("estimate", "test", "threshold", "epsilon", "value", "step", "a", "b", "arm",
               "pairs", "adjacent", "candidate", "among", "for_each", "benchmark", "versus",
-              "metric")
+              "metric", "dim")
 _SELECTORS = ("a", "b", "arm", "pairs", "adjacent", "candidate", "among", "for_each")
 
 
@@ -242,6 +246,7 @@ def members_of(part: dict, claim_id: str, index: int, grid: Grid, where: str) ->
                              f"writes ({', '.join(grid.metrics)})")
     elif metric:
         raise ClaimError(f"{where}.metric: the {study} study has one metric; leave it out")
+    dim = _dim(part, study, grid, where)
     if study not in ("biencoder", "curves") and ("benchmark" in part or "versus" in part):
         key = "benchmark" if "benchmark" in part else "versus"
         raise ClaimError(f"{where}.{key}: the {study} study has no benchmarks")
@@ -263,10 +268,28 @@ def members_of(part: dict, claim_id: str, index: int, grid: Grid, where: str) ->
         for (a, b), bench in itertools.product(pairs, benches):
             for versus in _versus(part, estimate, bench, grid, where):
                 out.append(Member(claim_id, index, study, estimate, a=a, b=b, benchmark=bench,
-                                  versus=versus, metric=metric, **test))
+                                  versus=versus, metric=metric, dim=dim, **test))
     if not out:
         raise ClaimError(f"{where}: expands to no member in this config")
     return list(dict.fromkeys(out))
+
+
+def _dim(part: dict, study: str, grid: Grid, where: str) -> int:
+    """The embedding dimension a part scores both arms at: one of the config's eval.dims
+    (any positive one where an edit of eval.dims could give it), 0 (the full) by default."""
+    if "dim" not in part:
+        return 0
+    dim = part["dim"]
+    if study != "biencoder":
+        raise ClaimError(f"{where}.dim: only the bi-encoder's evaluations are scored at "
+                         "embedding dimensions")
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise ClaimError(f"{where}.dim: {dim!r} is not an embedding dimension (a positive "
+                         "integer; leave dim out for the full dimension)")
+    if grid.scope == IN_CONFIG and dim not in grid.dims:
+        raise ClaimError(f"{where}.dim: {dim} is not a dimension this config evaluates "
+                         f"(eval.dims: {', '.join(map(str, grid.dims)) or 'none'})")
+    return dim
 
 
 def _versus(part, estimate, bench, grid: Grid, where) -> list[str]:

@@ -26,6 +26,7 @@ from workflow_scripts.study_config import check_config
 
 BENCH = ("b1", "b2", "b3")
 DEFAULTS = Claims.from_config({})  # the schema's defaults
+NDCG = ("ndcg@10", 0)  # Data.biencoder's key: the metric at the full dimension
 FAST = decide.Options(dataclasses.replace(DEFAULTS, nboot=200, ladder_nboot=200,
                                           latency_nboot=300))
 
@@ -61,7 +62,7 @@ def data_for(means: dict, rng, seeds=(1, 2, 3), **kw) -> Data:
         arms[(recipe, "top", depth)] = Arm(recipe, "top", depth, tuple(s), {
             b: arm_scores(rng, per[b], seeds=len(s), query_effects=effects[b], **kw)
             for b in BENCH})
-    return Data(biencoder={"ndcg@10": arms})
+    return Data(biencoder={NDCG: arms})
 
 
 def verdict(claim: dict, data: Data, g=None, options=FAST) -> tuple[str, pd.DataFrame]:
@@ -82,8 +83,8 @@ def one_seed_arm_verdicts() -> dict[float, tuple[str, pd.DataFrame]]:
         rng = np.random.default_rng(5)
         data = data_for({("r1", 1): 0.3 + gap, ("r1", 2): 0.3, ("r1", 3): 0.3}, rng,
                         seed_sd=0.01)
-        data.biencoder["ndcg@10"].update(
-            data_for({("r2", 1): 0.3}, rng, seeds=(1,), seed_sd=0.01).biencoder["ndcg@10"])
+        data.biencoder[NDCG].update(
+            data_for({("r2", 1): 0.3}, rng, seeds=(1,), seed_sd=0.01).biencoder[NDCG])
         out[gap] = verdict(claim, data, g)
     return out
 
@@ -284,7 +285,7 @@ def test_difference_of_differences_is_the_signed_sum_of_benchmark_means():
     _, table = verdict({"estimate": "difference_of_differences", "a": {"recipe": "r1"},
                         "b": {"recipe": "r2"}, "for_each": {"depth": [1]}, "benchmark": "b3",
                         "versus": "b1", "test": "less"}, data, grid(depths=(1,)))
-    arms = data.biencoder["ndcg@10"]
+    arms = data.biencoder[NDCG]
     a, b = arms[("r1", "top", 1)].scores, arms[("r2", "top", 1)].scores
     want = (b["b3"].mean() - a["b3"].mean()) - (b["b1"].mean() - a["b1"].mean())
     assert table.iloc[1]["estimate"] == pytest.approx(want, abs=1e-12)
@@ -316,7 +317,7 @@ def test_fieller_interval_is_where_the_contrast_test_turns():
                         "b": {"recipe": "r2", "depth": 1}, "test": "consistent",
                         "value": 0.75}, data)
     row = table.iloc[1]
-    arms = data.biencoder["ndcg@10"]
+    arms = data.biencoder[NDCG]
     from workflow_scripts.stats import intervals
     for rho, col in ((row["ci_low"], "ci_low"), (row["ci_high"], "ci_high")):
         a = {k: v * rho for k, v in arms[("r1", "top", 1)].scores.items()}
@@ -340,8 +341,8 @@ def test_one_seed_arm_is_single_baseline_with_a_caveat():
     rng = np.random.default_rng(8)
     # r1/top2 lends its seed variance: r1/top1, the member's own other arm, stays out.
     data = data_for({("r1", 1): 0.3, ("r1", 2): 0.3}, rng)
-    one = data_for({("r2", 1): 0.2}, rng, seeds=(1,)).biencoder["ndcg@10"]
-    data.biencoder["ndcg@10"].update(one)
+    one = data_for({("r2", 1): 0.2}, rng, seeds=(1,)).biencoder[NDCG]
+    data.biencoder[NDCG].update(one)
     g = spec.Grid.from_dict({**grid().to_dict(), "recipe_seeds": {"r1": [1, 2, 3], "r2": [1]}})
     v, table = verdict({"a": {"recipe": "r1", "depth": 1}, "b": {"recipe": "r2", "depth": 1},
                         "test": "less"}, data, g)

@@ -42,7 +42,7 @@ def test_every_comparison_has_one_interval_in_the_stats_table_and_the_claims():
     s = Stats.from_json('{"nboot": 100, "seed": 0}')
     options = decide.Options(dataclasses.replace(Claims.from_config({}), nboot=100,
                                                  ci=s.ci))
-    data = Data(biencoder={METRIC: arms})
+    data = Data(biencoder={(METRIC, 0): arms})
     pairs = stats.comparison_pairs(arms, ["r_short", "r_long", "r_one"])
     rows = stats.comparison_rows(arms, pairs, s)
     borrowed = 0

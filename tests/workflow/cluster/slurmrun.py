@@ -25,7 +25,10 @@ PARTITION = "local"  # up.sh's partition
 # is a localrule (Snakefile).
 SLURM_RULES = ("train", "evaluate_trained", "evaluate_base", "evaluate_base_one_pass",
                "evaluate_train_once", "evaluate_steps", "evaluate_steps_train_once",
-               "latency_run")
+               "evaluate_truncated", "evaluate_truncated_one_pass", "latency_run")
+# The fine-tuned-then-truncated arm of each layer-dropping strategy (a recipe's deepest
+# per-depth model cut to the shallower depths; no training of its own).
+TRUNCATED = {"top": "truncated", "bottom": "truncatedbottom", "alternate": "truncatedalternate"}
 
 
 def cluster_problem() -> str | None:
@@ -194,25 +197,41 @@ def train_once_models(cfg: dict) -> list[tuple]:
             for s in spec.get("train_once", []) for seed in spec["seeds"]]
 
 
+def truncated_models(cfg: dict) -> list[tuple]:
+    """(recipe, truncated arm, seed) of every fine-tuned-then-truncated arm: a recipe's
+    `truncated` key (on by default), where the grid has a shallower depth to cut to."""
+    if len(set(cfg["depths"])) < 2:
+        return []
+    return [(r, TRUNCATED[s], seed) for r, spec in cfg["recipes"].items()
+            if spec.get("truncated", True) for s in cfg["strategies"] if s in TRUNCATED
+            for seed in spec["seeds"]]
+
+
 def slurm_outputs(cfg: dict) -> set[str]:
-    """Every file that the SLURM rules write for a config."""
+    """Every file that the SLURM rules write for a config: an evaluation also at each of
+    eval.dims (a dim<N>/ folder beside it)."""
     deepest = max(cfg["depths"])
+    shallower = sorted(set(cfg["depths"]))[:-1]
     models = per_depth_models(cfg) + [(r, s, deepest, seed)
                                       for r, s, seed in train_once_models(cfg)]
-    arms = per_depth_models(cfg) + [(r, s, d, seed) for r, s, seed in train_once_models(cfg)
-                                    for d in cfg["depths"]]
+    trained = per_depth_models(cfg) + [(r, s, d, seed) for r, s, seed in train_once_models(cfg)
+                                       for d in cfg["depths"]]
+    # A truncated arm has no learning curve: it cuts the final model only.
+    arms = trained + [(r, s, d, seed) for r, s, seed in truncated_models(cfg) for d in shallower]
     bases = [(s, d) for s in cfg["strategies"] for d in cfg["depths"]]
+    folders = [""] + [f"dim{m}/" for m in cfg.get("eval", {}).get("dims", [])]
     return (
         {f"checkpoints/default/{r}/{s}{d}/seed{seed}/{f}" for r, s, d, seed in models
          for f in ("model.safetensors", "train_summary.json")}
-        | {f"results/default/eval/{r}/{s}{d}/seed{seed}/{b}.parquet" for r, s, d, seed in arms
-           for b in cfg["benchmarks"]}
-        | {f"results/default/eval/base/{s}{d}/{b}.parquet" for s, d in bases
-           for b in cfg["benchmarks"]}
+        | {f"results/default/eval/{r}/{s}{d}/seed{seed}/{f}{b}.parquet" for r, s, d, seed in arms
+           for f in folders for b in cfg["benchmarks"]}
+        | {f"results/default/eval/base/{s}{d}/{f}{b}.parquet" for s, d in bases
+           for f in folders for b in cfg["benchmarks"]}
         | {f"results/default/latency/run{r}.parquet" for r in range(cfg["latency"]["runs"])}
         | {f"checkpoints/default/{r}/{s}{d}/seed{seed}/steps/step{n}/model.safetensors"
            for r, s, d, seed in models for n in snapshot_steps(cfg["recipes"][r])}
-        | {f"results/default/eval/{r}/{s}{d}/seed{seed}/steps/{b}.parquet" for r, s, d, seed in arms
+        | {f"results/default/eval/{r}/{s}{d}/seed{seed}/steps/{b}.parquet"
+           for r, s, d, seed in trained
            if snapshot_steps(cfg["recipes"][r]) for b in cfg["benchmarks"]}
     )
 
@@ -224,15 +243,22 @@ def snapshot_steps(recipe: dict) -> list[int]:
 
 def expected_submissions(cfg: dict, *, groups: bool = True) -> int:
     """SLURM jobs the study takes: one per training and latency run, and with groups one per
-    model for its evaluations, its snapshots' included, and one for the untrained base of
-    strategy top (else one per evaluation job: a train-once model's and top's base evaluate
-    every depth in one job per benchmark)."""
+    model for its evaluations, its snapshots' included, one for the untrained base of
+    strategy top and one per truncated arm and seed (else one per evaluation job: a
+    train-once model's and top's base evaluate every depth, top's truncated arm every
+    shallower depth, in one job per benchmark)."""
     models, once = per_depth_models(cfg), train_once_models(cfg)
     bases = [s for s in cfg["strategies"] if s != "top"] * len(cfg["depths"])
     one_pass_base = "top" in cfg["strategies"]
     n_bench = len(cfg["benchmarks"])
+    # A truncated arm of strategy top cuts to every shallower depth in one job per
+    # benchmark, the others one job per depth and benchmark; a group holds them all.
+    n_shallower = len(set(cfg["depths"])) - 1
+    truncated = truncated_models(cfg)
+    truncated_jobs = sum(1 if s == "truncated" else n_shallower for _, s, _ in truncated)
     # A recipe with a learning curve evaluates its final model in its snapshots' job.
-    per_benchmark = len(models) + len(once) + len(bases) + one_pass_base
+    per_benchmark = (len(models) + len(once) + len(bases) + one_pass_base
+                     + (len(truncated) if groups else truncated_jobs))
     evaluations = per_benchmark if groups else per_benchmark * n_bench
     return len(models) + len(once) + evaluations + cfg["latency"]["runs"]
 
@@ -252,6 +278,9 @@ def expected_comments(cfg: dict) -> list[str]:
            + ("evaluate_steps_train_once" if snapshot_steps(cfg["recipes"][r])
               else "evaluate_train_once")
            for r, s, seed in train_once_models(cfg)]
+        + [f"rule_eval_{r}_{s}_seed{seed}_"
+           + ("evaluate_truncated_one_pass" if s == "truncated" else "evaluate_truncated")
+           for r, s, seed in truncated_models(cfg)]
         + [f"rule_eval_base_{s}{d}_evaluate_base" for s in cfg["strategies"] if s != "top"
            for d in cfg["depths"]]
         + (["rule_eval_base_one_pass_evaluate_base_one_pass"]
