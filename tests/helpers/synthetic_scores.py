@@ -20,13 +20,27 @@ def arm_scores(rng, mean, seeds=3, queries=300, seed_sd=0.01, query_sd=0.2, nois
             + rng.normal(0, noise, (seeds, len(q))))
 
 
-def write_eval(path, recipe, depth, seed, bench, scores, qids, strategy="top"):
-    """An evaluation's per-query file (every metric the scores, clipped to [0, 1])."""
+def write_eval(path, recipe, depth, seed, bench, scores, qids, strategy="top", dim=None):
+    """An evaluation's per-query file (every metric the scores, clipped to [0, 1]); with
+    `dim`, a file of the dimension grid (its `dim` column; the path is the caller's)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     df = pd.DataFrame({"query_id": qids, "recipe": recipe, "strategy": strategy, "depth": depth,
                        "seed": seed, "benchmark": bench,
                        **{m: np.clip(scores, 0, 1) for m in contracts.METRICS}})
+    if dim is not None:
+        df["dim"] = dim
     df.to_parquet(path)
+
+
+def write_arm_evals(results, recipe, strategy, depth, seed, bench, scores, qids, dims=None):
+    """An arm's per-query file at the full dimension and, for each {dim: shift} of `dims`,
+    its dimension file (results/eval/.../dim<N>/), the scores shifted."""
+    folder = f"{recipe}/{strategy}{depth}" + (f"/seed{seed}" if recipe != "base" else "")
+    write_eval(results / f"eval/{folder}/{bench}.parquet", recipe, depth, seed, bench, scores,
+               qids, strategy=strategy)
+    for dim, shift in (dims or {}).items():
+        write_eval(results / f"eval/{folder}/dim{dim}/{bench}.parquet", recipe, depth, seed,
+                   bench, scores + shift, qids, strategy=strategy, dim=dim)
 
 
 def ladder_runs(tmp_path):

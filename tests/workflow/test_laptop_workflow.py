@@ -60,7 +60,12 @@ def scaled_laptop_config(model_dir, server: LocalServer) -> dict:
         recipe.update(batch_size=8, steps=4, warmup=0, seeds=recipe["seeds"][:2],
                       eval_steps=[2, 4] if recipe.get("eval_steps") else [])
         recipe.pop("checkpoint_every", None)
-    config["eval"] = {"top_k": 100, "batch_size": 16, "min_queries": 10}
+    # The dimension grid at 8 and 16 of the tiny model's 32 (the laptop's 64 and 128 of 384),
+    # its claim at 16.
+    config["eval"] = {"top_k": 100, "batch_size": 16, "min_queries": 10, "dims": [8, 16]}
+    for claim in config["claims"]:
+        if "dim" in claim:
+            claim["dim"] = 16
     config["latency"] = {"runs": 1, "batch_size": 4, "seq_len": 16, "warmup_calls": 2,
                          "rounds": 2, "max_rounds": 2, "calls_per_round": 1,
                          "encode_calls": 0}
@@ -119,6 +124,14 @@ def test_laptop_study_runs_end_to_end_on_served_data(six_layer_model, tmp_path):
             f"msmarco/top{d} − msmarco/truncated{d} [{bench}]"
             for d in sorted(config["depths"])[:-1]]
         assert rows[rows.row == "claim"].verdict.iloc[0] != "not-applicable"
+        # The layer x dimension grid: its claim decided on the 16-dimension files, its figure
+        rows = table[table.claim == "per-depth-beats-train-once-128d"]
+        print(rows[["row", "member", "estimate", "ci_low", "ci_high", "verdict"]].to_string())
+        assert list(rows[rows.row == "member"].member) == [
+            f"msmarco/top{d} − msmarco/adaptive{d} [{bench}, 16 dims]"
+            for d in sorted(config["depths"])]
+        assert rows[rows.row == "claim"].verdict.iloc[0] != "not-applicable"
+        assert (wd / "results/laptop/figures/depth_by_dim.png").exists()
 
         # SciFact's training pairs: the train split, test queries kept out, each file's sha256
         card = (wd / "data/train/scifact-train.DATACARD.md").read_text()
