@@ -50,7 +50,25 @@ def ci_section(ci: pd.DataFrame) -> str:
             "unweighted mean of the benchmarks). `seed_std` is the ddof-1 standard deviation "
             "of the per-seed means. One-seed rows (the untrained base) vary queries only."
             + (" The last column is the Multi-Bootstrap's interval of the first column, for "
-               "reference." if reference else "") + f"\n\n{md_table(wide)}\n")
+               "reference." if reference else "") + f"\n\n{md_table(wide)}\n"
+            + few_queries_note(ci))
+
+
+FEW_QUERIES = 100  # NanoBEIR's subsets have 50; BEIR's smallest test sets about 300
+
+
+def few_queries_note(ci: pd.DataFrame) -> str:
+    """The caveat of benchmarks with few test queries, under the intervals they widen."""
+    n = ci[ci.benchmark != ALL].groupby("benchmark")["n_queries"].max()
+    few = n[n < FEW_QUERIES]
+    if few.empty:
+        return ""
+    named = ", ".join(f"{b} ({q} queries)" for b, q in few.items())
+    return (f"\n**Few test queries**: {named}. The query term of an interval shrinks with "
+            "the square root of the queries: at 50 queries an interval is about 2.4 times as "
+            "wide as the same benchmark's would be at 300, so differences of a few hundredths "
+            "stay undecided; such a benchmark ranks arms that differ a lot, and the full "
+            "benchmark (more queries, not more seeds) decides what it leaves open.\n")
 
 
 MB_COLUMNS = ["Multi-Bootstrap CI", "p (MB)"]
