@@ -77,8 +77,8 @@ def expected_jobs(plan: StudyPlan) -> dict[str, int]:
 
 # The jobs of each shipped config (fresh folder), as the plan counts them (the default's
 # eval.dims: the same evaluation jobs, plus stats_dims and figure_depth_by_dim).
-EXPECTED_TOTALS = {"default": 218, "laptop": 71, "paper": 144, "ladder": 93,
-                   "adaptive_demo": 220}
+EXPECTED_TOTALS = {"default": 218, "laptop": 55, "paper": 144, "ladder": 93,
+                   "adaptive_demo": 220, "nanobeir": 55}
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
