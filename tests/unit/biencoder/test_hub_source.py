@@ -65,6 +65,7 @@ def test_hub_and_zip_give_the_same_benchmark_and_metrics(http_server, tmp_path, 
     assert counts["test queries"] == 12 and counts["corpus documents"] == 40
     card = (tmp_path / "out" / "DATACARD.md").read_text()
     assert f"`{REPO}` at commit `{REV}`" in card and "| sha256 written corpus.jsonl |" in card
+    assert f"| endpoint | {http_server.base} |" in card
     assert f"(commit's tree, checked) {CORPUS if not nano else 'qrels/'}" in card
     frames = [evaluate_depths(str(tiny_model), [1, 3], tmp_path / d, max_seq_length=32)[0]
               for d in ("out", "zip")]

@@ -255,7 +255,10 @@ def prepare_hub(name: str, repo: str, revision: str, split: str, download_dir, o
     tables = {role: [(f"{where}: {p}", read_table(fetch(p), f"{where}: {p}")) for p in paths]
               for role, paths in picked.items()}
     write_beir(out_dir, *beir_rows(tables))
-    checks = {"repository": repo, "revision (commit)": revision, "split": split}
+    from huggingface_hub import constants
+
+    checks = {"repository": repo, "revision (commit)": revision, "split": split,
+              "endpoint": endpoint or constants.ENDPOINT}
     for p in fetched:
         kind = "sha256" if "sha256" in files[p] else "git_sha1"
         checks[f"{kind} (commit's tree, checked) {p}"] = files[p][kind]
