@@ -168,3 +168,34 @@ def test_hub_config_errors_name_the_key(spec, message):
         check_config(config)
     config["datasets"]["scifact"] = {"source": "hub", "repo": REPO, "revision": REV}
     check_config(config)
+
+
+def test_card_configs_and_rows_in_the_layouts_mteb_reads():
+    card = ("---\nconfigs:\n- config_name: corpus\n  data_files: corpus.parquet\n"
+            "- config_name: queries\n  data_files:\n  - split: dev\n    path: [q/a-*, q/b-*]\n"
+            "  - split: test\n    path: q/t.parquet\n- config_name: default\n"
+            "  data_files:\n  - split: test\n    path: qrels/test.jsonl\n  - split: dev\n"
+            "    path: qrels/dev.tsv\n---\n# card\n")
+    configs = hub.card_configs(card, "card")
+    assert configs == {"corpus": {"train": ["corpus.parquet"]},
+                       "queries": {"dev": ["q/a-*", "q/b-*"], "test": ["q/t.parquet"]},
+                       "default": {"test": ["qrels/test.jsonl"], "dev": ["qrels/dev.tsv"]}}
+    files = ["corpus.parquet", "q/a-0.parquet", "q/b-0.parquet", "q/t.parquet",
+             "qrels/test.jsonl", "qrels/dev.tsv"]
+    assert hub.pick_files(configs, "dev", files, "w") == {
+        "corpus": ["corpus.parquet"], "queries": ["q/a-0.parquet", "q/b-0.parquet"],
+        "qrels": ["qrels/dev.tsv"]}
+    assert hub.pick_files(configs, "test", files, "w") == {
+        "corpus": ["corpus.parquet"], "queries": ["q/t.parquet"], "qrels": ["qrels/test.jsonl"]}
+    assert hub.card_configs("# no header\n", "card") is None
+    # `id` columns, integer ids, a list of judged documents without a score
+    corpus, queries, qrels = hub.beir_rows({
+        "corpus": [("c", pd.DataFrame({"id": [1, 2], "text": ["a", None]}))],
+        "queries": [("q", pd.DataFrame({"id": [7], "text": ["x"]}))],
+        "qrels": [("r", pd.DataFrame({"query-id": [7], "corpus-id": [[1, 2]]}))]})
+    assert corpus == [{"_id": "1", "title": "", "text": "a"}, {"_id": "2", "title": "",
+                                                               "text": ""}]
+    assert queries == [{"_id": "7", "text": "x"}] and qrels == [("7", "1", 1), ("7", "2", 1)]
+    with pytest.raises(contracts.DataError, match="c: no column _id or id"):
+        hub.beir_rows({"corpus": [("c", pd.DataFrame({"text": ["a"]}))], "queries": [],
+                       "qrels": []})
