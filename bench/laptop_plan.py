@@ -16,6 +16,9 @@ The cost model, per job (seconds on one core; `figures` holds the measured value
   measured call time per depth; it takes every core, so it adds its whole time to the wall;
 - every other job (downloads' preparation, stats, curves, figures, claims, report): the
   measured start of a pandas + matplotlib process.
+A run's usage table (results/<study>/usage.parquet: each rule's measured CPU seconds)
+calibrates the model: `calibrate` divides each rule's measured seconds by the model's for
+the jobs that run planned, and `predict(..., scale=)` prices another plan with those factors.
 """
 
 from __future__ import annotations
@@ -44,17 +47,30 @@ class Job:
     args: dict = field(default_factory=dict)  # option -> list of values
 
 
-def dry_run(config: Path) -> str:
-    """`snakemake -n` of `config` in an empty folder: the jobs of a fresh study."""
+def dry_run(config) -> str:
+    """`snakemake -n` of `config` (a file, or a list of files stacked as --configfile
+    stacks them) in an empty folder: the jobs of a fresh study."""
+    files = [str(c) for c in (config if isinstance(config, list | tuple) else [config])]
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run(
             [sys.executable, "-m", "snakemake", "-n", "--cores", "2", "-s",
-             str(ROOT / "Snakefile"), "--directory", tmp, "--configfile", str(config)],
+             str(ROOT / "Snakefile"), "--directory", tmp, "--configfile", *files],
             capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
-        raise SystemExit(f"snakemake -n --configfile {config} failed:\n{proc.stdout[-3000:]}"
-                         f"\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"snakemake -n --configfile {' '.join(files)} failed:\n"
+                         f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc.stdout + proc.stderr
+
+
+def load_config(files) -> dict:
+    """The config of stacked files, merged as Snakemake merges them (key by key)."""
+    import yaml
+    from snakemake.utils import update_config
+
+    cfg: dict = {}
+    for f in files:
+        update_config(cfg, yaml.safe_load(Path(f).read_text()))
+    return cfg
 
 
 def _options(argv: list[str]) -> dict:
@@ -120,17 +136,45 @@ def job_seconds(job: Job, f: dict) -> float:
     return f["tail_job_start"]
 
 
-def predict(jobs: list[Job], f: dict, cores: int = 2) -> dict:
+def read_usage(path) -> dict[str, float]:
+    """{rule: measured seconds} of a run's usage table (results/<study>/usage.parquet, from
+    the jobs' own records): CPU seconds of a one-core job, what it takes on an idle core;
+    the wall seconds of a latency run, which takes every core."""
+    import pandas as pd
+
+    use = pd.read_parquet(path)
+    return {r.rule: float(r.seconds_total if r.rule == "latency_run" else r.cpu_seconds)
+            for r in use.itertuples()}
+
+
+def calibrate(jobs_run: list[Job], measured: dict[str, float], f: dict) -> dict[str, float]:
+    """Per rule, the usage table's seconds over the cost model's for the jobs of the run
+    that wrote it: what the real data and machine cost beyond the bench's synthetic texts
+    (real documents are longer in tokens, the job's own overheads). A rule that the table
+    or the run lacks gets no factor."""
+    model: dict[str, float] = {}
+    for job in jobs_run:
+        model[job.rule] = model.get(job.rule, 0.0) + job_seconds(job, f)
+    return {rule: sec / model[rule] for rule, sec in measured.items() if model.get(rule)}
+
+
+def predict(jobs: list[Job], f: dict, cores: int = 2, scale: dict | None = None) -> dict:
     """Core-seconds of the one-core jobs, the latency runs' seconds (each takes every
     core), and the wall clock: the one-core jobs spread over `cores` (never less than the
-    longest chain of one training job and its longest evaluation) plus the latency runs."""
+    longest chain of one training job and its longest evaluation) plus the latency runs.
+    `scale`: a factor per rule (calibrate()) on each of its jobs' seconds."""
+    scale = scale or {}
+
+    def seconds(job):
+        return job_seconds(job, f) * scale.get(job.rule, 1.0)
+
     per_rule: dict[str, list[float]] = {}
     for job in jobs:
-        per_rule.setdefault(job.rule, []).append(job_seconds(job, f))
+        per_rule.setdefault(job.rule, []).append(seconds(job))
     latency = sum(per_rule.pop("latency_run", []))
     core_seconds = sum(sum(v) for v in per_rule.values())
-    train = [job_seconds(j, f) for j in jobs if j.module == TRAIN]
-    evals = [job_seconds(j, f) for j in jobs if j.module == EVALUATE]
+    train = [seconds(j) for j in jobs if j.module == TRAIN]
+    evals = [seconds(j) for j in jobs if j.module == EVALUATE]
     chain = (max(train) if train else 0.0) + (max(evals) if evals else 0.0)
     wall = max(core_seconds / cores, chain) + latency
     return {"per_rule": {r: (len(v), sum(v)) for r, v in sorted(per_rule.items())},

@@ -18,7 +18,13 @@ is within --target of it, or a cap; the median and that interval are printed.
 One torch thread, as the workflow's jobs. A busy machine inflates every figure: the load
 average is printed before and after.
 
-    .venv/bin/python bench/laptop_sizing.py [--quick] [--config config/laptop.yaml]
+    .venv/bin/python bench/laptop_sizing.py [--quick] [--config config/laptop.yaml] \
+        [--usage results/laptop/usage.parquet [--usage-config CONFIG_OF_THAT_RUN]]
+
+--usage: the prediction again, each rule's jobs scaled by what a real run's jobs of that
+rule measured (its usage table) over what the model predicts for them (bench/laptop_plan.py,
+calibrate): real texts' token counts and the jobs' own overheads, which synthetic data
+misses.
 
 --quick: small samples and few repeats (about 2 minutes on a quiet machine, to check the
 script); the full mode about 5 minutes.
@@ -44,10 +50,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import laptop_plan as plan  # noqa: E402
 import numpy as np  # noqa: E402
-import yaml  # noqa: E402
 
 # Benchmarks by size: (documents, queries, mean words per document, per query).
-SHAPES = {"scifact": (5183, 300, 213.63, 12.37), "nfcorpus": (3633, 323, 232.26, 3.30)}
+SHAPES = {"scifact": (5183, 300, 213.63, 12.37), "nfcorpus": (3633, 323, 232.26, 3.30),
+          # NanoBEIR's (config/nanobeir.yaml): documents and queries of mteb's descriptive
+          # statistics of NanoSciFactRetrieval and NanoNFCorpusRetrieval, words from their
+          # mean characters at the full benchmark's words per character
+          "nanoscifact": (2919, 50, 203.9, 13.1), "nanonfcorpus": (2953, 50, 220.9, 3.19)}
 # Training data by source: mean words per query and per passage (MS MARCO, BEIR Table 1).
 TRAIN_SHAPES = {"triples-jsonl-gz": (5.96, 55.98)}
 TOKENS_PER_WORD, DOC_TOKEN_CAP = 1.3, 256
@@ -277,7 +286,8 @@ def show(name: str, values, unit: str = "s") -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", default=str(ROOT / "config/laptop.yaml"))
+    ap.add_argument("--config", nargs="+", default=[str(ROOT / "config/laptop.yaml")],
+                    help="the config, or files stacked as --configfile stacks them")
     ap.add_argument("--quick", action="store_true", help="small samples, few repeats")
     ap.add_argument("--target", type=float, default=0.05,
                     help="stop repeating once the median's 95%% interval is within this")
@@ -286,6 +296,10 @@ def main(argv=None) -> None:
                          "of a quiet machine's wall clock where other work shares the CPUs")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--budget-minutes", type=float, default=60)
+    ap.add_argument("--usage", help="a run's usage table (results/<study>/usage.parquet): "
+                    "calibrate the prediction on what that run's jobs measured")
+    ap.add_argument("--usage-config", nargs="+",
+                    help="the config that run used (default --config)")
     a = ap.parse_args(argv)
     from workflow_scripts.biencoder.model.truncation import resolve_model_path
     from workflow_scripts.core.runtime import set_threads
@@ -293,14 +307,15 @@ def main(argv=None) -> None:
     set_threads(1)
     use_clock(a.clock)
     mode = MODES["quick" if a.quick else "full"]
-    cfg = yaml.safe_load(Path(a.config).read_text())
+    cfg = plan.load_config(a.config)
+    name = " ".join(a.config)
     from workflow_scripts.core.configcheck import fill_defaults
 
     fill_defaults(cfg)  # the schema's defaults, as the workflow's config check does
     t_start, load0 = time.perf_counter(), os.getloadavg()
-    print(f"{a.config}: planning (snakemake -n); load average {load0[0]:.1f} {load0[1]:.1f} "
+    print(f"{name}: planning (snakemake -n); load average {load0[0]:.1f} {load0[1]:.1f} "
           f"{load0[2]:.1f}, {os.cpu_count()} CPUs", flush=True)
-    jobs = plan.parse_jobs(plan.dry_run(Path(a.config)))
+    jobs = plan.parse_jobs(plan.dry_run(a.config))
     train_jobs = [j for j in jobs if j.module == plan.TRAIN]
     eval_jobs = [j for j in jobs if j.module == plan.EVALUATE]
     needs = sorted({plan.evaluation_work(j)[:2] for j in eval_jobs})
@@ -354,7 +369,7 @@ def main(argv=None) -> None:
     print(f"  {'latency run (quiet; at its cap)':<34}{lat_quiet:>9.1f} s  ({lat_cap:.1f} s)")
 
     total = plan.predict(jobs, figures, cores=a.cores)
-    print(f"\npredicted for {a.config} on {a.cores} cores ({total['jobs']} jobs):")
+    print(f"\npredicted for {name} on {a.cores} cores ({total['jobs']} jobs):")
     for rule, (n, sec) in total["per_rule"].items():
         print(f"  {rule:<34}{n:>4} jobs {sec:>8.0f} core-s")
     print(f"  {'latency_run (every core)':<34}{'':>4}      {total['latency_seconds']:>8.0f} s")
@@ -370,6 +385,20 @@ def main(argv=None) -> None:
     per_step = sum(plan.training_work(j)[2] * figures["train_step"][
         "".join(map(str, plan.training_work(j)[:2]))] for j in train_jobs) / a.cores
     print(f"each training step more in every recipe: +{per_step:.1f} s of wall time")
+    if a.usage:
+        ran = a.usage_config or a.config
+        jobs_run = jobs if ran == a.config else plan.parse_jobs(plan.dry_run(ran))
+        scale = plan.calibrate(jobs_run, plan.read_usage(a.usage), figures)
+        cal = plan.predict(jobs, figures, cores=a.cores, scale=scale)
+        print(f"\ncalibrated on {a.usage} ({' '.join(ran)}'s run): measured / model "
+              "seconds per rule")
+        for rule, (n, sec) in cal["per_rule"].items():
+            factor = f"x {scale[rule]:.2f}" if rule in scale else "(not in the table: x 1)"
+            print(f"  {rule:<34}{n:>4} jobs {sec:>8.0f} core-s  {factor}")
+        print(f"PREDICTED FROM THE USAGE TABLE {cal['wall_seconds'] / 60:.1f} min "
+              f"(one-core jobs {cal['core_seconds']:.0f} core-s, latency "
+              f"{cal['latency_seconds'] / 60:.1f} min); budget {a.budget_minutes:.0f} min: "
+              f"{'fits' if cal['wall_seconds'] <= a.budget_minutes * 60 else 'DOES NOT FIT'}")
     load1 = os.getloadavg()
     print(f"measured in {time.perf_counter() - t_start:.0f} s; load average now {load1[0]:.1f}"
           f" {load1[1]:.1f} {load1[2]:.1f}")

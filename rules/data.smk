@@ -91,6 +91,34 @@ rule beir_download:
         )
 
 
+# A benchmark from a Hugging Face Hub dataset repository at a pinned commit (MTEB's
+# layout; biencoder/data/hub.py): local too, and offline once the files are in the cache
+# under data/downloads/hub (HF_ENDPOINT and HF_HUB_OFFLINE are honoured).
+rule hub_download:
+    input:
+        code("biencoder.data.hub"),
+    output:
+        **BEIR_OUTPUTS,
+    log:
+        PATHS.log("hub_download/{benchmark}"),
+    wildcard_constraints:
+        benchmark=regex(PLAN.datasets_of("hub")),
+    localrule: True
+    conda:
+        CONDA_ENV
+    params:
+        repo=lambda wc: DATASETS[wc.benchmark]["repo"],
+        revision=lambda wc: DATASETS[wc.benchmark]["revision"],
+        split=lambda wc: DATASETS[wc.benchmark].get("split", "test"),
+        min_queries=config["eval"]["min_queries"],
+    shell:
+        run_stage(
+            "biencoder.data.hub --name {wildcards.benchmark} --repo {params.repo:q}"
+            " --revision {params.revision} --split {params.split:q} --min-queries"
+            f" {{params.min_queries}} --download-dir {paths.DOWNLOADS}/hub --out {BEIR_OUT}",
+        )
+
+
 rule beir_train:
     input:
         code("biencoder.data.prepare_data"),

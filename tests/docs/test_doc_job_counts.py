@@ -26,6 +26,7 @@ QUOTED = [
     ("config/README.md", r"`snakemake -n`: (\d+)\s+jobs besides the target `all`", "laptop",
      "besides all"),
     ("docs/laptop.md", r"(\d+) jobs in `snakemake -n`", "laptop", "total"),
+    ("docs/laptop.md", r"(\d+) jobs in its `snakemake -n`", "nanobeir", "total"),
 ]
 
 

@@ -6,6 +6,11 @@
   entries; corpus.jsonl lines {"_id", "title", "text", "metadata"}; queries.jsonl lines
   {"_id", "text", "metadata"}; qrels/test.tsv and qrels/train.tsv with the header line
   "query-id\\tcorpus-id\\tscore" and CRLF line endings.
+- hub_files: the same benchmark as a Hub dataset repository's files, as MTEB's retrieval
+  datasets (mteb/scifact) hold it: parquet per config (corpus: _id, title, text; queries:
+  _id, text; default: query-id, corpus-id, score) and the card's YAML `configs:` naming
+  them by glob; or (nano=True) as sentence-transformers/NanoBEIR-en: configs corpus,
+  queries and qrels (query-id, corpus-id, no score), each with one split per subset.
 - make_triples_gz: MS MARCO triples as sentence-transformers' embedding-training-data ships
   them (msmarco-triplets.jsonl.gz): one JSON list ["query", "positive", "negative"] a line,
   gzipped; random words, so that gzip cannot shrink a large file to nothing.
@@ -19,6 +24,8 @@ import io
 import json
 import random
 import zipfile
+
+import pandas as pd
 
 WORDS = [f"{a}{b}{c}" for a in ("ka", "lo", "mi", "nu", "pe", "ri", "su", "ta", "vo", "ze")
          for b in ("b", "d", "g", "l", "m", "n", "r", "s", "t", "v")
@@ -85,3 +92,48 @@ def make_triples_gz(n: int, seed: int = 0) -> bytes:
 
 def md5(data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
+
+
+def beir_members(zip_bytes: bytes, name: str) -> dict[str, bytes]:
+    """{corpus.jsonl, queries.jsonl, qrels/test.tsv, ...: bytes} of a BEIR zip."""
+    with zipfile.ZipFile(io.BytesIO(zip_bytes)) as z:
+        return {n.removeprefix(f"{name}/"): z.read(n) for n in z.namelist()
+                if not n.endswith("/")}
+
+
+def _parquet(rows: list[dict]) -> bytes:
+    buf = io.BytesIO()
+    pd.DataFrame(rows).to_parquet(buf, index=False)
+    return buf.getvalue()
+
+
+def hub_files(zip_bytes: bytes, name: str, *, nano: str | None = None) -> dict[str, bytes]:
+    """The BEIR zip's test split as a Hub dataset repository's files (MTEB's layout, or
+    NanoBEIR-en's with `nano` the split name, e.g. NanoSciFact)."""
+    m = beir_members(zip_bytes, name)
+    corpus = [json.loads(line) for line in m["corpus.jsonl"].decode().splitlines()]
+    queries = [json.loads(line) for line in m["queries.jsonl"].decode().splitlines()]
+    qrels = [line.split("\t") for line in m["qrels/test.tsv"].decode().splitlines()[1:]]
+    corpus = [{"_id": d["_id"], "title": d["title"], "text": d["text"]} for d in corpus]
+    queries = [{"_id": q["_id"], "text": q["text"]} for q in queries]
+    if nano:
+        judged = [{"query-id": q, "corpus-id": d} for q, d, _ in qrels]
+        card = "\n".join(["---", "configs:"] + [
+            f"- config_name: {c}\n  data_files:\n  - split: {nano}\n    path: {c}/{nano}-*"
+            for c in ("corpus", "queries", "qrels")] + ["---", f"# {name}", ""])
+        return {"README.md": card.encode(),
+                f"corpus/{nano}-00000-of-00001.parquet": _parquet(corpus),
+                f"queries/{nano}-00000-of-00001.parquet": _parquet(queries),
+                f"qrels/{nano}-00000-of-00001.parquet": _parquet(judged)}
+    judged = [{"query-id": q, "corpus-id": d, "score": int(s)} for q, d, s in qrels]
+    card = "\n".join([
+        "---", "configs:",
+        "- config_name: corpus", "  data_files:", "  - split: corpus",
+        "    path: corpus/corpus-*",
+        "- config_name: default", "  data_files:", "  - split: test", "    path: data/test-*",
+        "- config_name: queries", "  data_files:", "  - split: queries",
+        "    path: queries/queries-*", "---", f"# {name}", ""])
+    return {"README.md": card.encode(),
+            "corpus/corpus-00000-of-00001.parquet": _parquet(corpus),
+            "queries/queries-00000-of-00001.parquet": _parquet(queries),
+            "data/test-00000-of-00001.parquet": _parquet(judged)}

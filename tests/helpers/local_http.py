@@ -10,10 +10,18 @@ it was asked and what it sent.
 - requests: (path, Range header) of every GET; hits[path]: their count per path;
   bytes_served[path]: the body bytes sent, written in small chunks through a small send
   buffer, so that the count stops soon after a client that read what it needed closes.
+- put_hub_dataset(repo, revision, files): a Hugging Face Hub dataset repository at one
+  commit, as huggingface_hub (HF_ENDPOINT=server.base) reads it: the tree listing
+  (/api/datasets/REPO/tree/REV, one page) and each file at /datasets/REPO/resolve/REV/PATH,
+  answering HEAD and GET with the Hub's headers (X-Repo-Commit; for a file in LFS, as every
+  parquet file is, X-Linked-Etag = its sha256 and X-Linked-Size; else ETag = its git blob
+  sha1). The query string is not part of a route's name.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import socket
 import threading
 from collections import Counter
@@ -28,6 +36,7 @@ class Route:
     fail_first: list[int] = field(default_factory=list)  # statuses answered before the body
     truncate_first: bool = False  # first body response: full Content-Length, half the bytes
     honor_range: bool = True
+    headers: dict = field(default_factory=dict)  # sent with the body and answered to HEAD
 
 
 class LocalServer:
@@ -58,10 +67,33 @@ class LocalServer:
         self.routes["/" + name.lstrip("/")] = Route(data, **faults)
         return self.url(name)
 
+    def put_hub_dataset(self, repo: str, revision: str, files: dict[str, bytes], *,
+                        lfs=lambda path: path.endswith(".parquet")) -> dict[str, Route]:
+        """Serve `files` {path in the repo: bytes} as the dataset `repo` at commit `revision`;
+        returns each file's Route by its path in the repo (to add faults or change a header)."""
+        tree, routes = [], {}
+        for path, data in sorted(files.items()):
+            entry = {"type": "file", "path": path, "size": len(data), "oid": git_blob_sha1(data)}
+            headers = {"X-Repo-Commit": revision}
+            if lfs(path):
+                sha = hashlib.sha256(data).hexdigest()
+                entry["lfs"] = {"oid": sha, "size": len(data), "pointerSize": 134}
+                headers |= {"X-Linked-Etag": f'"{sha}"', "X-Linked-Size": str(len(data)),
+                            "ETag": f'"{entry["oid"]}"'}
+            else:
+                headers["ETag"] = f'"{entry["oid"]}"'
+            tree.append(entry)
+            routes[path] = Route(data, headers=headers)
+            self.routes[f"/datasets/{repo}/resolve/{revision}/{path}"] = routes[path]
+        self.routes[f"/api/datasets/{repo}/tree/{revision}"] = Route(
+            json.dumps(tree).encode(), headers={"Content-Type": "application/json"})
+        return routes
+
     def ranges(self, path: str) -> list[str | None]:
         return [r for p, r in self.requests if p == path]
 
     def _route(self, path: str) -> Route | None:
+        path = path.split("?")[0]
         if path in self.routes:
             return self.routes[path]
         file = self.root / path.lstrip("/")
@@ -87,6 +119,19 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         # A small send buffer: the count stops near what the client read before closing.
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32 << 10)
+
+    def do_HEAD(self):
+        """The headers a GET would send, no body; faults are left to the GET."""
+        srv: LocalServer = self.server.owner
+        with srv.lock:
+            route = srv._route(self.path)
+        if route is None:
+            return self.send_error(404)
+        self.send_response(200)
+        for k, v in route.headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(route.body)))
+        self.end_headers()
 
     def do_GET(self):
         srv: LocalServer = self.server.owner
@@ -116,6 +161,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self.send_response(200)
         payload = body[start:]
+        for k, v in route.headers.items():
+            self.send_header(k, v)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self._send(srv, payload[: len(payload) // 2] if truncate else payload)
@@ -130,3 +177,8 @@ class _Handler(BaseHTTPRequestHandler):
                     srv.bytes_served[self.path] += len(chunk)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client closed the connection: it read what it needed
+
+
+def git_blob_sha1(data: bytes) -> str:
+    """The id git gives a file's content (`git hash-object`): the Hub's oid of a file."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()

@@ -37,13 +37,14 @@ def test_training_and_evaluation_work_follow_the_config(laptop_plan):
     cfg = yaml.safe_load(LAPTOP.read_text())
     depths, spec = cfg["depths"], next(iter(cfg["recipes"].values()))
     train = sorted(plan.training_work(j) for j in jobs if j.module == plan.TRAIN)
-    arms = [("top", d) for d in depths] + [(a, max(depths)) for a in spec["train_once"]]
+    once = spec.get("train_once", [])
+    arms = [("top", d) for d in depths] + [(a, max(depths)) for a in once]
     # one job per model: each trains one seed
     assert train == sorted((s, d, 1, spec["steps"]) for s, d in arms for _ in spec["seeds"])
     evals = [plan.evaluation_work(j) for j in jobs if j.module == plan.EVALUATE]
     models = 1 + len([s for s in spec.get("eval_steps", []) if s < spec["steps"]])
     per_depth = len(depths) * len(spec["seeds"]) * len(cfg["benchmarks"])
-    train_once = len(spec["train_once"]) * len(spec["seeds"]) * len(cfg["benchmarks"])
+    train_once = len(spec.get("train_once", [])) * len(spec["seeds"]) * len(cfg["benchmarks"])
     truncated = len(spec["seeds"]) * len(cfg["benchmarks"])  # the recipe's default: on
     # The base and every train-once model: one pass at the deepest depth per benchmark; each
     # deepest per-depth model cut to the shallower depths: one pass at the deepest of those
@@ -51,7 +52,7 @@ def test_training_and_evaluation_work_follow_the_config(laptop_plan):
         [(b, d, models) for d in depths for b in cfg["benchmarks"]
          for _ in range(len(spec["seeds"]))]
         + [(b, max(depths), models) for b in cfg["benchmarks"]
-           for _ in range(len(spec["seeds"]) * len(spec["train_once"]))]
+           for _ in range(len(spec["seeds"]) * len(spec.get("train_once", [])))]
         + [(b, sorted(depths)[-2], 1) for b in cfg["benchmarks"]
            for _ in range(len(spec["seeds"]))]
         + [(b, max(depths), 1) for b in cfg["benchmarks"]])
@@ -93,6 +94,37 @@ def test_job_seconds_and_the_prediction_add_up():
     assert p["chain"] == pytest.approx(194 + 62.75)
     assert p["wall_seconds"] == pytest.approx(max(core / 2, 194 + 62.75) + 40)
     assert p["per_rule"]["train"] == (2, 272)
+
+
+def test_a_usage_table_calibrates_each_rules_jobs(tmp_path):
+    """A real run's usage table scales each rule's jobs by measured / model seconds of that
+    run's jobs; a rule the table lacks keeps the model's; a latency run's wall seconds."""
+    import pandas as pd
+
+    from workflow_scripts.core import contracts
+
+    settings = ['{"steps": 10, "batch_size": 32}']
+    train = [_job("train", plan.TRAIN, strategy=["top"], depth=[d], seed=["1"],
+                  settings_json=settings) for d in ("1", "6")]
+    evals = [_job("evaluate_trained", plan.EVALUATE, depth=[d], benchmark=["b"])
+             for d in ("1", "6")]
+    lat = _job("latency_run", plan.LATENCY)
+    f = _figures()
+    usage = pd.DataFrame({"rule": ["evaluate_trained", "latency_run", "train"], "jobs": 2,
+                          "seconds_total": [999.0, 90.0, 999.0], "seconds_max": 1.0,
+                          "max_rss_mb": 1.0, "cpu_seconds": [2 * 85.25, 1.0, 194.0]})
+    usage[list(contracts.USAGE_COLUMNS)].to_parquet(tmp_path / "usage.parquet")
+    measured = plan.read_usage(tmp_path / "usage.parquet")
+    assert measured == {"evaluate_trained": 170.5, "latency_run": 90.0, "train": 194.0}
+    ran = [*train, *evals, lat]  # model: train 18 + 68 = 86, evaluations 12.75 + 62.75
+    scale = plan.calibrate(ran, measured, f)
+    assert scale == pytest.approx({"evaluate_trained": 170.5 / 75.5, "latency_run": 90 / 40,
+                                   "train": 194 / 86})
+    # Another plan: the shallow jobs only, and a stats job the table lacks
+    p = plan.predict([train[0], evals[0], _job("stats"), lat], f, cores=1, scale=scale)
+    assert p["per_rule"]["train"][1] == pytest.approx(18 * 194 / 86)
+    assert p["per_rule"]["evaluate_trained"][1] == pytest.approx(12.75 * 170.5 / 75.5)
+    assert p["per_rule"]["stats"] == (1, 1.0) and p["latency_seconds"] == pytest.approx(90)
 
 
 def test_median_interval_by_order_statistics():

@@ -27,7 +27,9 @@ SOURCE_NEEDS = {
     ("triples-jsonl-gz", "train"): ["url"],
     ("beir", "benchmark"): [],
     ("beir-train", "train"): [],
+    ("hub", "benchmark"): ["repo", "revision"],
 }
+HUB_KEYS = ("repo", "revision", "split")
 BEIR_SOURCES = ("beir", "beir-train")
 
 
@@ -143,6 +145,12 @@ def location_errors(name: str, spec: dict) -> list[str]:
                     "in the data card: remove md5"]
     elif "path" in spec:
         return [f"{key}.path: only a beir or beir-train dataset reads a local folder"]
+    if source == "hub" and {"url", "md5"} & spec.keys():
+        return [f"{key}: a hub dataset is pinned by repo and revision (a commit, which pins "
+                "every file's hash): remove url and md5"]
+    if source != "hub" and (given := [k for k in HUB_KEYS if k in spec]):
+        return [f"{key}.{given[0]}: only a hub dataset reads a repository (repo, revision, "
+                "split)"]
     if source == "triples-jsonl-gz" and {"max_triples", "expect_lines"} <= spec.keys():
         return [f"{key}.expect_lines: counts the whole file's lines, which max_triples never "
                 "downloads; give one of expect_lines and max_triples"]

@@ -20,7 +20,8 @@ from workflow_scripts.study_plan import StudyPlan
 # Each shipped config as users run it (the adaptive demo stacks on the default).
 CONFIGS = {"default": ["config/config.yaml"], "laptop": ["config/laptop.yaml"],
            "paper": ["config/paper.yaml"], "ladder": ["config/ladder.yaml"],
-           "adaptive_demo": ["config/config.yaml", "config/adaptive_demo.yaml"]}
+           "adaptive_demo": ["config/config.yaml", "config/adaptive_demo.yaml"],
+           "nanobeir": ["config/laptop.yaml", "config/nanobeir.yaml"]}
 
 
 def load(files) -> dict:
@@ -44,7 +45,8 @@ def expected_jobs(plan: StudyPlan) -> dict[str, int]:
     for rule, _ in plan.evaluation_jobs():
         counts[rule] = counts.get(rule, 0) + 1
     if plan.has_biencoder:
-        data = {"docstrings": "docstring_benchmark", "beir": "beir_download"}
+        data = {"docstrings": "docstring_benchmark", "beir": "beir_download",
+                "hub": "hub_download"}
         for b in plan.benchmarks:
             rule = data[plan.config["datasets"][b]["source"]]
             counts[rule] = counts.get(rule, 0) + 1
@@ -75,8 +77,8 @@ def expected_jobs(plan: StudyPlan) -> dict[str, int]:
 
 # The jobs of each shipped config (fresh folder), as the plan counts them (the default's
 # eval.dims: the same evaluation jobs, plus stats_dims and figure_depth_by_dim).
-EXPECTED_TOTALS = {"default": 218, "laptop": 71, "paper": 144, "ladder": 93,
-                   "adaptive_demo": 220}
+EXPECTED_TOTALS = {"default": 218, "laptop": 55, "paper": 146, "ladder": 93,
+                   "adaptive_demo": 220, "nanobeir": 55}
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))

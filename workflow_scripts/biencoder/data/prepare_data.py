@@ -50,6 +50,13 @@ def prepare_beir(name: str, url: str | None, md5: str | None, download_dir, out_
                 (tmp / f).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(Path(path) / f, tmp / f)
         origin, checks = _local_origin(path, [Path(path) / f for f in BEIR_FILES])
+    return finish_beir(name, out_dir, origin, checks, min_queries)
+
+
+def finish_beir(name: str, out_dir, origin: str, checks: dict, min_queries: int) -> dict:
+    """Validate a BEIR folder just written (every source's: zip, local folder, Hub) and
+    write its data card; a folder that fails is removed again, so that no later job reads
+    it. Returns its counts."""
     try:
         corpus, queries, qrels = contracts.load_beir(out_dir)  # file:line on bad data
         if len(queries) < min_queries:
