@@ -275,6 +275,19 @@ def test_added_seed_trains_only_the_new_seed(tiny_run, tmp_path):
     assert not any(r.startswith("ladder") for r in counts)
 
 
+def test_training_reports_retrain_nothing(tiny_run, tmp_path):
+    """report_to (TensorBoard) is a view of a training, not part of it: turning it on for
+    every recipe plans no job."""
+    wd, cfg, _ = tiny_run
+
+    def edit(conf):
+        for recipe in conf["recipes"].values():
+            recipe["report_to"] = ["tensorboard"]
+
+    out = _dry_edited(wd, cfg, tmp_path, edit)
+    assert "Nothing to be done" in out, out[-2000:]
+
+
 def test_changed_setting_reruns_only_the_stages_that_read_it(tiny_run, tmp_path):
     wd, cfg, _ = tiny_run
     jobs = planned_jobs(_dry_edited(
