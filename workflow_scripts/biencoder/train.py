@@ -38,6 +38,7 @@ from pathlib import Path
 from workflow_scripts.biencoder import trainer_state
 from workflow_scripts.biencoder.trainer_state import last_checkpoint, missing_snapshots
 from workflow_scripts.core import contracts, provenance, recipe_loss
+from workflow_scripts.core.files import link_or_copy
 from workflow_scripts.core.runtime import set_threads
 from workflow_scripts.core.settings import Train, train_settings
 
@@ -337,7 +338,7 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
         (tmp / "steps").mkdir()
         for n in snaps:  # hard links: the state keeps its snapshots until the model is in place
             shutil.copytree(stage_dir / f"step{n}", tmp / "steps" / f"step{n}",
-                            copy_function=_link_or_copy)
+                            copy_function=link_or_copy)  # --state-dir elsewhere: a copy
     contracts.remove_dir(state_dir)  # whole or gone, should a kill come midway
     return summary
 
@@ -358,13 +359,6 @@ def reporting_dir(folder):
                 os.environ.pop("TENSORBOARD_LOGGING_DIR", None)
             else:
                 os.environ["TENSORBOARD_LOGGING_DIR"] = old
-
-
-def _link_or_copy(src, dst) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:  # another filesystem (--state-dir elsewhere)
-        shutil.copy2(src, dst)
 
 
 def main(argv=None) -> None:
