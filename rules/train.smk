@@ -6,9 +6,6 @@
 # outputs: a folder steps/ with one weights folder per snapshot step (empty without), its step
 # list a param.
 
-TRAIN_LOG = "train/{recipe}/{strategy}{depth}/seed{seed}"
-
-
 rule train:
     input:
         triples=paths.TRAIN_DATA.format(train_data=PLAN.train_data),
@@ -18,7 +15,7 @@ rule train:
         steps=directory(f"{PATHS.MODEL_DIR}/steps"),
         summary=f"{PATHS.MODEL_DIR}/train_summary.json",
     log:
-        PATHS.log(TRAIN_LOG),
+        PATHS.log("train/{recipe}/{strategy}{depth}/seed{seed}"),
     # Trainings (and their triples) first: they head the longest chains (train, evaluate,
     # curves); the short jobs of the ladder and of evaluation then fill the cores at the end
     # instead of one long training running alone.
@@ -42,8 +39,10 @@ rule train:
         .to_json(),
         eval_steps=lambda wc: " ".join(map(str, PLAN.snapshot_steps(wc.recipe))),
         out=lambda wc, output: os.path.dirname(output.model),
-        # TensorBoard's event files: a folder beside the job's log.
-        report_dir=PATHS.log(TRAIN_LOG).removesuffix(".log"),
+        # TensorBoard's event files: a folder beside the job's log, of its name.
+        report_dir=PATHS.log("train/{recipe}/{strategy}{depth}/seed{seed}").removesuffix(
+            ".log"
+        ),
     shell:
         run_stage(
             "biencoder.train --base {params.base:q} --strategy {wildcards.strategy} --depth"
