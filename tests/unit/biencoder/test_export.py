@@ -162,3 +162,32 @@ def test_evaluations_of_another_recipe_are_refused(study, tmp_path):
     contracts.write_parquet(evals[1], df)
     with pytest.raises(contracts.DataError, match="2 recipes"):
         _card(study, tmp_path)
+
+
+def test_an_export_killed_mid_write_leaves_no_folder_and_reruns_whole(study, tmp_path):
+    """SIGKILL (no cleanup runs) after the first file is linked: the target folder does not
+    exist, so the job is rerun, and the rerun writes it whole and removes the leftover."""
+    import signal
+
+    pid = os.fork()
+    if pid == 0:  # the child: killed as it links its second file
+        linked = []
+
+        def link_then_die(src, dst):
+            if linked:
+                os.kill(os.getpid(), signal.SIGKILL)
+            linked.append(src)
+            os.link(src, dst)
+
+        model_card.link_or_copy = link_then_die
+        try:
+            _card(study, tmp_path)
+        finally:
+            os._exit(3)  # not reached: the kill comes first
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert not (tmp_path / "export").exists()
+    assert list(tmp_path.glob(".export.*.tmp"))  # the killed write's leftover, beside it
+    out = _card(study, tmp_path)
+    assert (out / "README.md").exists() and (out / "model.safetensors").exists()
+    assert not list(tmp_path.glob(".export.*.tmp"))

@@ -146,6 +146,7 @@ def export_model(model_dir, out_dir, card: str) -> None:
     """`out_dir`, atomically: the model's files hard-linked (snapshots and card left out),
     and `card` as its README.md."""
     model_dir = Path(model_dir)
+    results.remove_leftovers(out_dir)
     with contracts.atomic_dir(out_dir) as tmp:
         for item in sorted(model_dir.iterdir()):
             if item.name in LEFT_OUT:

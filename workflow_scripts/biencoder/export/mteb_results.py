@@ -75,6 +75,7 @@ def main(argv=None) -> None:
         docs.append(task_result(row, task=results.task_name(row["benchmark"], spec["source"]),
                                 revision=results.data_revision(spec["dir"]), study=a.study,
                                 weights_sha256=weights))
+    results.remove_leftovers(a.out)
     with contracts.atomic_dir(a.out) as tmp:
         (tmp / NO_REVISION).mkdir()
         for doc in docs:

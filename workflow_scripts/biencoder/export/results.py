@@ -66,3 +66,9 @@ def benchmark_info(text: str) -> dict:
         if not {"source", "dir"} <= set(spec):
             raise ValueError(f"--benchmarks-json: {name!r} needs source and dir, got {spec}")
     return info
+
+
+def remove_leftovers(out) -> None:
+    """What killed writes of `out` left beside it (an export's output folder)."""
+    for p in contracts.remove_orphans(out):
+        print(f"removed {p}, left by a killed write")
