@@ -293,6 +293,7 @@ def test_export_completes_cards_and_writes_mteb_results(tiny_run_copy):
     completed (model-index of its own arm), every evaluated arm's MTEB files with the mean of
     its per-query file; it trains and evaluates nothing and leaves the study up to date."""
     from huggingface_hub import ModelCard
+    from sentence_transformers import SentenceTransformer
 
     wd, cfg = tiny_run_copy
     out = snakemake(wd, "export", "--configfile", str(cfg), "--cores", "1")
@@ -300,7 +301,11 @@ def test_export_completes_cards_and_writes_mteb_results(tiny_run_copy):
     assert not {"train", "evaluate_trained", "evaluate_train_once"} & set(counts), counts
     models = sorted((wd / "results/default/export/models").glob("*/*/seed*"))
     assert len(models) == len(trained_models(_dry(wd, cfg, "--forceall")))
-    card = ModelCard.load(wd / "results/default/export/models/r4/top2/seed1/README.md")
+    exported = wd / "results/default/export/models/r4/top2/seed1"
+    same = [SentenceTransformer(str(f), device="cpu").encode(["merge two frames"])
+            for f in (exported, wd / "checkpoints/default/r4/top2/seed1")]
+    assert (same[0] == same[1]).all()  # the exported folder loads as the model
+    card = ModelCard.load(exported / "README.md")
     assert card.data.model_name == "depthlab default: r4 top2 seed 1"
     own = pd.read_parquet(wd / "results/default/eval/r4/top2/seed1/tiny-a.parquet")
     ndcg = {e.dataset_name: e.metric_value for e in card.data.eval_results
