@@ -64,6 +64,7 @@ if PLAN.has_biencoder:
     include: "rules/stats.smk"
     include: "rules/figures.smk"
     include: "rules/report.smk"
+    include: "rules/export.smk"
 
 
 if PLAN.has_ladder:

@@ -396,6 +396,32 @@ class StudyPlan:
         cards = [f"{paths.BEIR_DIR.format(benchmark=b)}/{paths.DATACARD}" for b in self.benchmarks]
         return [*cards, paths.TRAIN_CARD.format(train_data=self.train_data)]
 
+    # ---- exports (rules/export.smk) ----------------------------------------------------------
+    def model_evaluations(self, recipe: str, strategy: str, depth, seed) -> list[str]:
+        """Every per-query file of one trained model's weights: its own arm's and those of
+        the arms that cut it (a train-once model's depths, the truncated arm's)."""
+        weights = self.paths.MODEL_DIR.format(recipe=recipe, strategy=strategy, depth=depth,
+                                              seed=seed) + "/model.safetensors"
+        return [self.paths.EVAL.format(**a, benchmark=b)
+                for a in self.arm_seeds([recipe], self.evaluated_arms())
+                if str(a["seed"]) == str(seed) and self.model_file(**a) == weights
+                for b in self.benchmarks]
+
+    def export_benchmarks(self) -> str:
+        """The exports' --benchmarks-json: each benchmark's data source and folder."""
+        return json.dumps({b: {"source": self.config["datasets"][b]["source"],
+                               "dir": paths.BEIR_DIR.format(benchmark=b)}
+                           for b in self.benchmarks})
+
+    def export_files(self) -> list[str]:
+        """What `snakemake export` makes: every trained model's exported folder and every
+        evaluated arm's MTEB-shaped results, per seed."""
+        models = [self.paths.EXPORT_MODEL.format(recipe=r, strategy=s, depth=d, seed=seed)
+                  for r, s, d, seed in self.models()]
+        mteb = [self.paths.EXPORT_MTEB.format(**a)
+                for a in self.arm_seeds(arms=self.evaluated_arms())]
+        return [*models, *mteb]
+
     # ---- the ladder ------------------------------------------------------------------------
     @property
     def ladder(self) -> dict:

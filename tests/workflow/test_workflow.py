@@ -275,6 +275,50 @@ def test_added_seed_trains_only_the_new_seed(tiny_run, tmp_path):
     assert not any(r.startswith("ladder") for r in counts)
 
 
+def test_training_reports_retrain_nothing(tiny_run, tmp_path):
+    """report_to (TensorBoard) is a view of a training, not part of it: turning it on for
+    every recipe plans no job."""
+    wd, cfg, _ = tiny_run
+
+    def edit(conf):
+        for recipe in conf["recipes"].values():
+            recipe["report_to"] = ["tensorboard"]
+
+    out = _dry_edited(wd, cfg, tmp_path, edit)
+    assert "Nothing to be done" in out, out[-2000:]
+
+
+def test_export_completes_cards_and_writes_mteb_results(tiny_run_copy):
+    """`snakemake export` on a finished study: every trained model's folder with its card
+    completed (model-index of its own arm), every evaluated arm's MTEB files with the mean of
+    its per-query file; it trains and evaluates nothing and leaves the study up to date."""
+    from huggingface_hub import ModelCard
+    from sentence_transformers import SentenceTransformer
+
+    wd, cfg = tiny_run_copy
+    out = snakemake(wd, "export", "--configfile", str(cfg), "--cores", "1")
+    counts = job_counts(out.stdout + out.stderr)
+    assert not {"train", "evaluate_trained", "evaluate_train_once"} & set(counts), counts
+    models = sorted((wd / "results/default/export/models").glob("*/*/seed*"))
+    assert len(models) == len(trained_models(_dry(wd, cfg, "--forceall")))
+    exported = wd / "results/default/export/models/r4/top2/seed1"
+    same = [SentenceTransformer(str(f), device="cpu").encode(["merge two frames"])
+            for f in (exported, wd / "checkpoints/default/r4/top2/seed1")]
+    assert (same[0] == same[1]).all()  # the exported folder loads as the model
+    card = ModelCard.load(exported / "README.md")
+    assert card.data.model_name == "depthlab default: r4 top2 seed 1"
+    own = pd.read_parquet(wd / "results/default/eval/r4/top2/seed1/tiny-a.parquet")
+    ndcg = {e.dataset_name: e.metric_value for e in card.data.eval_results
+            if e.metric_type == "ndcg_at_10"}
+    assert ndcg["tiny-a"] == pytest.approx(own["ndcg@10"].mean(), abs=1e-6)
+    assert "| truncated | 1 | tiny-a |" in card.text  # the cut of this model, too
+    mteb = wd / "results/default/export/mteb/depthlab__default-r4-truncated1-seed2"
+    doc = json.loads((mteb / "no_revision_available/tiny-b.json").read_text())
+    cut = pd.read_parquet(wd / "results/default/eval/r4/truncated1/seed2/tiny-b.parquet")
+    assert doc["scores"]["test"][0]["main_score"] == pytest.approx(cut["ndcg@10"].mean())
+    assert "Nothing to be done" in _dry(wd, cfg)
+
+
 def test_changed_setting_reruns_only_the_stages_that_read_it(tiny_run, tmp_path):
     wd, cfg, _ = tiny_run
     jobs = planned_jobs(_dry_edited(

@@ -34,6 +34,7 @@ provenance the dimension.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -42,7 +43,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_scripts.biencoder.embedding_dims import truncate_normalise
-from workflow_scripts.biencoder.retrieval import doc_texts, evaluate_embeddings
+from workflow_scripts.biencoder.retrieval import DOC_CHUNK, doc_texts, evaluate_streamed
 from workflow_scripts.core import contracts
 from workflow_scripts.core import provenance as code_provenance
 from workflow_scripts.core.settings import Evaluate
@@ -53,13 +54,40 @@ def score(q_emb, d_emb, query_ids, doc_ids, qrels: dict, key, dims=(), *, top_k:
     """Per-query metrics of one encoding: {key: at the full dimension, (key, dim): at each of
     `dims`, the embeddings cut and normalised (biencoder/embedding_dims.py)}. The dimensions
     are cuts of the same embeddings: no second encoding."""
-    opts = dict(top_k=top_k, ignore_identical_ids=ignore_identical_ids)
-    out = {key: evaluate_embeddings(q_emb, d_emb, query_ids, doc_ids, qrels, **opts)}
-    for dim in dims:
-        out[(key, dim)] = evaluate_embeddings(truncate_normalise(q_emb, dim),
-                                              truncate_normalise(d_emb, dim), query_ids,
-                                              doc_ids, qrels, **opts)
-    return out
+    chunks = ({key: d_emb[s:s + DOC_CHUNK]} for s in range(0, len(d_emb), DOC_CHUNK))
+    return score_chunks({key: q_emb}, chunks, query_ids, doc_ids, qrels, dims, top_k=top_k,
+                        ignore_identical_ids=ignore_identical_ids)
+
+
+def score_chunks(q_embs: dict, doc_chunks, query_ids, doc_ids, qrels: dict, dims=(), *,
+                 top_k: int = 100, ignore_identical_ids: bool = False) -> dict:
+    """score() of several encodings {key: query embeddings}, the documents' embeddings
+    given chunk by chunk ({key: the next chunk's}, retrieval.evaluate_streamed): each chunk
+    is cut to every dimension and scored, then dropped, so no encoding holds the corpus."""
+    def with_dims(embs: dict) -> dict:
+        return {**embs, **{(k, dim): truncate_normalise(e, dim) for k, e in embs.items()
+                           for dim in dims}}
+
+    return evaluate_streamed(with_dims(q_embs), (with_dims(c) for c in doc_chunks), query_ids,
+                             doc_ids, qrels, top_k=top_k,
+                             ignore_identical_ids=ignore_identical_ids)
+
+
+def encoded_chunks(encode, texts: list[str], clock: dict):
+    """{key: embeddings} of DOC_CHUNK texts at a time, by `encode(texts)`, the seconds spent
+    in it added to clock["encode"]: a corpus within one chunk is encoded as one list, as
+    before the streaming (a chunk's batches are sorted by length within it)."""
+    for s in range(0, len(texts), DOC_CHUNK):
+        t0 = time.perf_counter()
+        embs = encode(texts[s:s + DOC_CHUNK])
+        clock["encode"] += time.perf_counter() - t0
+        yield embs
+
+
+def _timing(clock: dict, t0: float, queries, corpus) -> dict:
+    return {"encode_seconds": clock["encode"],
+            "search_metrics_seconds": time.perf_counter() - t0 - clock["encode"],
+            "queries": len(queries), "documents": len(corpus)}
 
 
 def evaluate_encoder(encoder, benchmark_dir, key=None, dims=(), *, top_k: int = 100,
@@ -67,19 +95,20 @@ def evaluate_encoder(encoder, benchmark_dir, key=None, dims=(), *, top_k: int = 
                      ignore_identical_ids: bool = False) -> tuple[dict, dict]:
     """score()'s frames of `encoder` (anything with encode(texts, batch_size=...) returning
     an array, e.g. workflow_scripts.biencoder.model.encoder's) on a BEIR folder, and
-    timings."""
+    timings. The corpus is encoded and scored DOC_CHUNK documents at a time."""
     corpus, queries, qrels = contracts.load_beir(benchmark_dir)
     t0 = time.perf_counter()
     q_emb = encoder.encode(list(queries.values()), batch_size=batch_size,
                            show_progress_bar=True)
-    d_emb = encoder.encode(doc_texts(corpus), batch_size=batch_size, show_progress_bar=True)
-    t1 = time.perf_counter()
-    frames = score(q_emb, d_emb, list(queries), list(corpus), qrels, key, dims, top_k=top_k,
-                   ignore_identical_ids=ignore_identical_ids)
-    t2 = time.perf_counter()
-    timing = {"encode_seconds": t1 - t0, "search_metrics_seconds": t2 - t1,
-              "queries": len(queries), "documents": len(corpus)}
-    return frames, timing
+    clock = {"encode": time.perf_counter() - t0}
+
+    def encode(texts):
+        return {key: encoder.encode(texts, batch_size=batch_size, show_progress_bar=True)}
+
+    frames = score_chunks({key: q_emb}, encoded_chunks(encode, doc_texts(corpus), clock),
+                          list(queries), list(corpus), qrels, dims, top_k=top_k,
+                          ignore_identical_ids=ignore_identical_ids)
+    return frames, _timing(clock, t0, queries, corpus)
 
 
 def evaluate_model(encoder, benchmark_dir, *, top_k: int = 100, batch_size: int = 64,
@@ -96,23 +125,26 @@ def evaluate_depths(source: str, depths, benchmark_dir, *, max_seq_length: int,
                     device: str | None = None, dims=()) -> tuple[dict, dict]:
     """{depth: per-query metrics} of a model whose weights do not depend on depth (`source`:
     the base's spec, strategy top, or a train-once model's folder) at every one of `depths`,
-    its texts encoded in one pass (encoder.encode_at_depths); {(depth, dim): ..} too at
-    each of `dims` (score())."""
-    from workflow_scripts.biencoder.model.encoder import encode_at_depths
+    its texts encoded in one pass (encoder.encode_at_depths), the corpus DOC_CHUNK documents
+    at a time; {(depth, dim): ..} too at each of `dims` (score())."""
+    from workflow_scripts.biencoder.model.encoder import encode_at_depths, load_encoder
 
     corpus, queries, qrels = contracts.load_beir(benchmark_dir)
     t0 = time.perf_counter()
-    q_emb, d_emb = encode_at_depths(source, [list(queries.values()), doc_texts(corpus)],
-                                    depths, max_seq_length=max_seq_length,
-                                    batch_size=batch_size, device=device)
-    t1 = time.perf_counter()
-    out = {}
-    for d in sorted(depths):
-        out.update(score(q_emb[d], d_emb[d], list(queries), list(corpus), qrels, d, dims,
-                         top_k=top_k, ignore_identical_ids=ignore_identical_ids))
-    timing = {"encode_seconds": t1 - t0, "search_metrics_seconds": time.perf_counter() - t1,
-              "queries": len(queries), "documents": len(corpus)}
-    return out, timing
+    encoder = load_encoder(source, depth=max(depths), max_seq_length=max_seq_length,
+                           device=device)
+
+    def encode(texts):
+        return encode_at_depths(source, [texts], depths, max_seq_length=max_seq_length,
+                                batch_size=batch_size, device=device, encoder=encoder)[0]
+
+    q_embs = encode(list(queries.values()))
+    clock = {"encode": time.perf_counter() - t0}
+    out = score_chunks(q_embs, encoded_chunks(encode, doc_texts(corpus), clock), list(queries),
+                       list(corpus), qrels, dims, top_k=top_k,
+                       ignore_identical_ids=ignore_identical_ids)
+    out = {k: out[k] for d in sorted(depths) for k in [d, *((d, m) for m in dims)]}
+    return out, _timing(clock, t0, queries, corpus)
 
 
 def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top_k: int = 100,
@@ -121,21 +153,22 @@ def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top
                        dims_step=None) -> tuple[object, dict]:
     """Per-query metrics of several weight folders of one training (step -> a learning-curve
     snapshot), as evaluate_model gives for each, with a `step` column: the benchmark read
-    once, its texts tokenized once (the lean encoder swaps weights, keeping its batches),
-    one process for all. A folder the lean encoder cannot take is encoded on its own.
-    `depths` (a train-once model's snapshots): {depth: metrics} of every depth, each
-    snapshot in one pass. `dims`: the folder of step `dims_step` (the final model) also at
-    these dimensions, keyed (depth or None, dim) as score() keys them."""
+    once, its texts tokenized once where the corpus is one chunk (the lean encoder swaps
+    weights, keeping its batches; a larger corpus is tokenized chunk by chunk for each
+    folder, to hold no more than a chunk), one process for all. A folder the lean encoder
+    cannot take is encoded on its own. `depths` (a train-once model's snapshots): {depth:
+    metrics} of every depth, each snapshot in one pass. `dims`: the folder of step
+    `dims_step` (the final model) also at these dimensions, keyed (depth or None, dim) as
+    score() keys them."""
     from workflow_scripts.biencoder.model.encoder import (
         BertEncoder,
         UnsupportedModel,
-        encode_at_depths,
         load_encoder,
     )
 
     corpus, queries, qrels = contracts.load_beir(benchmark_dir)
     q_texts, d_texts = list(queries.values()), doc_texts(corpus)
-    sizes = (len(q_texts), len(d_texts))
+    one_chunk = len(d_texts) <= DOC_CHUNK
     timing = {"encode_seconds": 0.0, "search_metrics_seconds": 0.0, "queries": len(queries),
               "documents": len(corpus)}
     frames, lean, batches = {}, None, None
@@ -149,29 +182,44 @@ def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top
             encoder = load_encoder(str(folder), depth=max(depths) if depths else None,
                                    max_seq_length=max_seq_length, device=device)
             lean = encoder if isinstance(encoder, BertEncoder) else None
-            batches = None if lean is None else (lean.tokenize(q_texts, batch_size),
-                                                 lean.tokenize(d_texts, batch_size))
-        if lean is not None:  # {depth or None (the folder's own): embeddings}
-            embs = [lean.encode_batches_depths(b, n, depths) if depths
-                    else {None: lean.encode_batches(b, n)} for b, n in zip(batches, sizes,
-                                                                             strict=True)]
-        elif depths:
-            embs = encode_at_depths(str(folder), [q_texts, d_texts], depths,
-                                    max_seq_length=max_seq_length, batch_size=batch_size,
-                                    encoder=encoder)
-        else:
-            embs = [{None: encoder.encode(t, batch_size=batch_size)} for t in (q_texts, d_texts)]
-        t1 = time.perf_counter()
-        for key, q_emb in embs[0].items():
-            scored = score(q_emb, embs[1][key], list(queries), list(corpus), qrels, key,
-                           dims if step == dims_step else (), top_k=top_k,
-                           ignore_identical_ids=ignore_identical_ids)
-            for k, df in scored.items():
-                frames.setdefault(k, []).append(df.assign(step=int(step)))
-        timing["encode_seconds"] += t1 - t0
-        timing["search_metrics_seconds"] += time.perf_counter() - t1
+            batches = None if lean is None else {
+                "q": lean.tokenize(q_texts, batch_size),
+                "d": lean.tokenize(d_texts, batch_size) if one_chunk else None}
+
+        encode = _snapshot_encode(lean or encoder, str(folder), depths,
+                                  max_seq_length=max_seq_length, batch_size=batch_size)
+        q_embs = encode(q_texts, batches and batches["q"])
+        clock = {"encode": time.perf_counter() - t0}
+        d_encode = functools.partial(encode, batches=batches and batches["d"])
+        scored = score_chunks(
+            q_embs, encoded_chunks(d_encode, d_texts, clock),
+            list(queries), list(corpus), qrels, dims if step == dims_step else (),
+            top_k=top_k, ignore_identical_ids=ignore_identical_ids)
+        for k, df in scored.items():
+            frames.setdefault(k, []).append(df.assign(step=int(step)))
+        t = _timing(clock, t0, queries, corpus)
+        timing["encode_seconds"] += t["encode_seconds"]
+        timing["search_metrics_seconds"] += t["search_metrics_seconds"]
     out = {key: pd.concat(f, ignore_index=True) for key, f in frames.items()}
     return (out if depths or dims else out[None]), timing
+
+
+def _snapshot_encode(encoder, folder: str, depths, *, max_seq_length: int, batch_size: int):
+    """encode(texts, batches=None) -> {depth or None (the folder's own): embeddings} of one
+    snapshot's encoder; `batches`: the lean encoder's tokenize() of `texts`, when kept."""
+    from workflow_scripts.biencoder.model.encoder import BertEncoder, encode_at_depths
+
+    def encode(texts, batches=None):
+        if isinstance(encoder, BertEncoder):
+            b = batches or encoder.tokenize(texts, batch_size)
+            return (encoder.encode_batches_depths(b, len(texts), depths) if depths
+                    else {None: encoder.encode_batches(b, len(texts))})
+        if depths:
+            return encode_at_depths(folder, [texts], depths, max_seq_length=max_seq_length,
+                                    batch_size=batch_size, encoder=encoder)[0]
+        return {None: encoder.encode(texts, batch_size=batch_size)}
+
+    return encode
 
 
 def final_model_step(folder, snapshot_steps) -> int:

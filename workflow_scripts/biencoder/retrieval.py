@@ -48,6 +48,10 @@ MIN_TOP_K = max(NDCG_CUT, RECALL_CUT, MAP_CUT, MRR_CUT)
 # Upper bound on one chunk's score matrix (float32 entries): 128 MB, plus 256 MB of
 # argpartition indices.
 _CHUNK_SCORES = 32 * 2**20
+# Documents scored (and, by the evaluation, encoded) at a time: what bounds retrieval's
+# memory. Every benchmark the configs name (FiQA's 57,638 documents the largest) is one
+# chunk, scored by exactly one in-memory product as before.
+DOC_CHUNK = 2**16
 
 
 def doc_texts(corpus: dict) -> list[str]:
@@ -65,7 +69,7 @@ def id_ranks(ids) -> np.ndarray:
 
 
 def search(query_emb: np.ndarray, doc_emb: np.ndarray, top_k: int, chunk: int = 1024, *,
-           tie_rank=None, exclude=None):
+           tie_rank=None, exclude=None, doc_chunk: int = DOC_CHUNK):
     """Exact top-k (scores, indices) by cosine similarity, best first.
 
     Embeddings are L2-normalised here, so the dot product is the cosine (the same torch
@@ -74,41 +78,96 @@ def search(query_emb: np.ndarray, doc_emb: np.ndarray, top_k: int, chunk: int = 
     it the lower index comes first. That order also decides which of the documents tied at
     the cut are kept. `exclude[i]` is a document index query i must not retrieve (-1: none);
     a row left with fewer than k documents is padded with index -1 and score -inf.
-    Chunked over queries so one chunk's score matrix stays under 128 MB."""
-    import torch
+    The documents are read `doc_chunk` rows at a time (RunningTopK: `doc_emb` may be a
+    memory map), the queries `chunk` at a time, so one score matrix stays under 128 MB."""
+    top = RunningTopK(query_emb, top_k, tie_rank=tie_rank, exclude=exclude, chunk=chunk)
+    for s in range(0, len(doc_emb), doc_chunk):
+        top.add(doc_emb[s:s + doc_chunk])
+    return top.result()
 
-    q = torch.nn.functional.normalize(torch.as_tensor(query_emb, dtype=torch.float32), dim=1)
-    d = torch.nn.functional.normalize(torch.as_tensor(doc_emb, dtype=torch.float32), dim=1)
-    n_q, n = q.shape[0], d.shape[0]
-    k = min(top_k, n)
-    tie_rank = (-np.arange(n, dtype=np.int64) if tie_rank is None
-                else np.asarray(tie_rank, dtype=np.int64))
-    exclude = None if exclude is None else np.asarray(exclude, dtype=np.int64)
-    chunk = max(1, min(chunk, _CHUNK_SCORES // max(n, 1)))
-    scores = np.empty((n_q, k), dtype=np.float32)
-    idx = np.empty((n_q, k), dtype=np.int64)
-    for s in range(0, n_q, chunk):
-        e = min(s + chunk, n_q)
-        sim = q[s:e] @ d.T
-        if exclude is not None:
-            rows = np.flatnonzero(exclude[s:e] >= 0)
-            sim[torch.as_tensor(rows), torch.as_tensor(exclude[s:e][rows])] = -torch.inf
-        sim = sim.numpy()
-        if k < n:
-            # argpartition: a third of torch.topk's time here. A row where more than k
-            # documents score at least the k-th score has a tie straddling the cut.
-            top = np.argpartition(sim, n - k, axis=1)[:, n - k:]
-            kth = np.take_along_axis(sim, top[:, :1], 1)
-            for r in np.flatnonzero((sim >= kth).sum(1) > k):
-                top[r] = _cut_ties(sim[r], kth[r, 0], k, tie_rank)
-        else:
-            top = np.broadcast_to(np.arange(n), (e - s, n))
-        vals = np.take_along_axis(sim, top, 1)
-        order = np.lexsort((-tie_rank[top], -vals), axis=1)
-        scores[s:e] = np.take_along_axis(vals, order, 1)
-        idx[s:e] = np.take_along_axis(top, order, 1)
-    idx[np.isneginf(scores)] = -1
-    return scores, idx
+
+class RunningTopK:
+    """The exact top-k of every query over documents given chunk by chunk, in corpus order:
+    search() without holding the corpus's embeddings. Each chunk's k best are merged with
+    the k best so far; the order (score descending, then tie_rank descending) is a total
+    order, so the k best of the union are the k best of the two lists, the same documents
+    in the same order as one search over the whole corpus. The scores are the float32
+    products of the same normalised vectors; BLAS may round a product's last bit
+    differently for another matrix shape, so a corpus of more than one chunk can differ from
+    one in-memory product in the last bit of a score (a corpus of one chunk uses exactly the
+    in-memory code's products)."""
+
+    def __init__(self, query_emb, top_k: int, *, tie_rank=None, exclude=None,
+                 chunk: int = 1024):
+        import torch
+
+        self.torch = torch
+        self.q = torch.nn.functional.normalize(
+            torch.as_tensor(np.asarray(query_emb), dtype=torch.float32), dim=1)
+        self.top_k, self.chunk, self.n = int(top_k), int(chunk), 0
+        self.tie_rank = None if tie_rank is None else np.asarray(tie_rank, dtype=np.int64)
+        self.exclude = None if exclude is None else np.asarray(exclude, dtype=np.int64)
+        n_q = self.q.shape[0]
+        self.scores = np.empty((n_q, 0), dtype=np.float32)
+        self.idx = np.empty((n_q, 0), dtype=np.int64)
+        self.ties = np.empty((n_q, 0), dtype=np.int64)
+
+    def add(self, doc_emb) -> None:
+        """Score the next `len(doc_emb)` documents (indices continue from the last chunk)."""
+        torch = self.torch
+        d = torch.nn.functional.normalize(
+            torch.as_tensor(np.asarray(doc_emb), dtype=torch.float32), dim=1)
+        start, m = self.n, d.shape[0]
+        self.n += m
+        if m == 0:
+            return
+        ties = (-np.arange(start, start + m, dtype=np.int64) if self.tie_rank is None
+                else self.tie_rank[start:start + m])
+        k = min(self.top_k, m)
+        n_q = self.q.shape[0]
+        chunk = max(1, min(self.chunk, _CHUNK_SCORES // m))
+        keep = min(self.top_k, self.n)
+        scores = np.empty((n_q, keep), dtype=np.float32)
+        idx = np.empty((n_q, keep), dtype=np.int64)
+        tie_out = np.empty((n_q, keep), dtype=np.int64)
+        for s in range(0, n_q, chunk):
+            e = min(s + chunk, n_q)
+            sim = self.q[s:e] @ d.T
+            if self.exclude is not None:
+                ex = self.exclude[s:e] - start
+                rows = np.flatnonzero((ex >= 0) & (ex < m))
+                sim[torch.as_tensor(rows), torch.as_tensor(ex[rows])] = -torch.inf
+            sim = sim.numpy()
+            top = _top_columns(sim, k, ties)
+            vals = np.concatenate([self.scores[s:e], np.take_along_axis(sim, top, 1)], 1)
+            cand = np.concatenate([self.idx[s:e], top + start], 1)
+            cand_ties = np.concatenate([self.ties[s:e], ties[top]], 1)
+            order = np.lexsort((-cand_ties, -vals), axis=1)[:, :keep]
+            scores[s:e] = np.take_along_axis(vals, order, 1)
+            idx[s:e] = np.take_along_axis(cand, order, 1)
+            tie_out[s:e] = np.take_along_axis(cand_ties, order, 1)
+        self.scores, self.idx, self.ties = scores, idx, tie_out
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, indices) as search() returns them: min(top_k, documents) columns."""
+        idx = self.idx.copy()
+        idx[np.isneginf(self.scores)] = -1
+        return self.scores.copy(), idx
+
+
+def _top_columns(sim: np.ndarray, k: int, tie_rank: np.ndarray) -> np.ndarray:
+    """Each row's k best columns (in no order): by score, and at a tie straddling the cut,
+    the tied ones with the highest tie_rank."""
+    n = sim.shape[1]
+    if k >= n:
+        return np.broadcast_to(np.arange(n), sim.shape)
+    # argpartition: a third of torch.topk's time here. A row where more than k documents
+    # score at least the k-th score has a tie straddling the cut.
+    top = np.argpartition(sim, n - k, axis=1)[:, n - k:]
+    kth = np.take_along_axis(sim, top[:, :1], 1)
+    for r in np.flatnonzero((sim >= kth).sum(1) > k):
+        top[r] = _cut_ties(sim[r], kth[r, 0], k, tie_rank)
+    return top
 
 
 def _cut_ties(row: np.ndarray, kth: float, k: int, tie_rank: np.ndarray) -> np.ndarray:
@@ -210,13 +269,23 @@ def evaluate_embeddings(query_emb, doc_emb, query_ids, doc_ids, qrels: dict, *,
                         top_k: int = 100, ignore_identical_ids: bool = False) -> pd.DataFrame:
     """Per-query metrics of given embeddings: one row per query of `query_ids` (each must
     have qrels), in that order. See the module docstring for ties, k and identical ids."""
+    chunks = ({None: doc_emb[s:s + DOC_CHUNK]} for s in range(0, len(doc_emb), DOC_CHUNK))
+    return evaluate_streamed({None: query_emb}, chunks, query_ids, doc_ids, qrels,
+                             top_k=top_k, ignore_identical_ids=ignore_identical_ids)[None]
+
+
+def evaluate_streamed(query_embs: dict, doc_chunks, query_ids, doc_ids, qrels: dict, *,
+                      top_k: int = 100, ignore_identical_ids: bool = False) -> dict:
+    """evaluate_embeddings() of several encodings of one benchmark at once, its documents
+    given in chunks: `query_embs` {key: query embeddings}, `doc_chunks` an iterable of
+    {key: the next documents' embeddings}, in corpus order (`doc_ids`' order), so that an
+    encoder can hand each chunk over as it encodes it. Returns {key: per-query metrics}."""
     if top_k < MIN_TOP_K:
         raise ValueError(f"top_k {top_k}: must be at least {MIN_TOP_K}, the deepest "
                          "metric cut (recall@100, map@100)")
     query_ids, doc_ids = list(query_ids), list(doc_ids)
-    for name, emb in (("query", query_emb), ("document", doc_emb)):
-        if not np.isfinite(np.asarray(emb)).all():
-            raise ValueError(f"{name} embeddings contain NaN or inf")
+    for emb in query_embs.values():
+        _check_finite("query", emb)
     same = identical_ids(query_ids, doc_ids)
     if not ignore_identical_ids and (same >= 0).any():
         print(f"warning: {(same >= 0).sum()} of {len(query_ids)} query ids are also "
@@ -224,8 +293,28 @@ def evaluate_embeddings(query_emb, doc_emb, query_ids, doc_ids, qrels: dict, *,
               "results (ignore_identical_ids: true does the same), this run keeps it",
               file=sys.stderr)
     tie_rank = id_ranks(doc_ids)
-    scores, idx = search(query_emb, doc_emb, top_k, tie_rank=tie_rank,
-                         exclude=same if ignore_identical_ids else None)
+    tops = {key: RunningTopK(q, top_k, tie_rank=tie_rank,
+                             exclude=same if ignore_identical_ids else None)
+            for key, q in query_embs.items()}
+    for chunk in doc_chunks:
+        for key, emb in chunk.items():
+            _check_finite("document", emb)
+            tops[key].add(emb)
+    out = {}
+    for key, top in tops.items():
+        if top.n != len(doc_ids):
+            raise ValueError(f"{top.n} document embeddings for {len(doc_ids)} documents")
+        out[key] = metrics_of_ranking(query_ids, doc_ids, qrels, *top.result())
+    return out
+
+
+def _check_finite(name: str, emb) -> None:
+    if not np.isfinite(np.asarray(emb)).all():
+        raise ValueError(f"{name} embeddings contain NaN or inf")
+
+
+def metrics_of_ranking(query_ids, doc_ids, qrels: dict, scores, idx) -> pd.DataFrame:
+    """The contract's metrics of a search() ranking in trec_eval's order."""
     if any(g < 0 for qid in query_ids for g in qrels[qid].values()):
         # trec_eval's gain handling of negative grades is left to trec_eval itself.
         return per_query_metrics({q: qrels[q] for q in query_ids},

@@ -6,7 +6,10 @@ sentence-transformers' SentenceTransformerTrainer with MultipleNegativesRankingL
 batch's other documents are the only negatives), NO_DUPLICATES batches (a duplicate text in
 a batch would be a false in-batch negative); recipe key loss cached_mnrl: its GradCache form,
 CachedMultipleNegativesRankingLoss, embedding mini_batch_size rows at a time (a batch not
-bounded by memory). The final model is saved as safetensors.
+bounded by memory). The final model is saved as safetensors, with sentence-transformers'
+model card (README.md); the export (rules/export.smk) completes a copy of it with the study's
+evaluation. `--report-to tensorboard` (recipe key report_to) lets the trainer write TensorBoard
+event files to `--report-dir` while it runs: a view of the training that changes no model.
 
 A train-once arm (strategy adaptive or matryoshka2d, core/contracts.py TRAIN_ONCE) trains the
 base's bottom `depth` layers (as strategy top) once for every shallower depth: MNRL wrapped in
@@ -24,6 +27,7 @@ CLI: python -m workflow_scripts.biencoder.train --base SPEC --strategy top --dep
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -34,6 +38,7 @@ from pathlib import Path
 from workflow_scripts.biencoder import trainer_state
 from workflow_scripts.biencoder.trainer_state import last_checkpoint, missing_snapshots
 from workflow_scripts.core import contracts, provenance, recipe_loss
+from workflow_scripts.core.files import link_or_copy
 from workflow_scripts.core.runtime import set_threads
 from workflow_scripts.core.settings import Train, train_settings
 
@@ -199,7 +204,7 @@ def matryoshka_dims(model, settings) -> list[int]:
 
 def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, triples,
           out_dir, threads: int = 1, checkpoint_every: int = 0, state_dir=None,
-          eval_steps=(), callbacks=()) -> dict:
+          eval_steps=(), callbacks=(), report_to=(), report_dir=None) -> dict:
     """Train and save the model to `out_dir` (atomically); return a training summary.
 
     With checkpoint_every = K > 0 the trainer state is saved every K steps in `state_dir`
@@ -212,7 +217,8 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
     the last gets a snapshot of the weights in OUT_DIR/steps/stepN (written to the state
     folder during training, so a resumed run keeps those it made, and moved with the model;
     OUT_DIR/steps exists, empty, without them). Snapshots do not change the model either.
-    `callbacks`: extra transformers TrainerCallbacks."""
+    `callbacks`: extra transformers TrainerCallbacks. `report_to`: the trainer's reporting
+    integrations (tensorboard), writing to `report_dir`."""
     import torch
     from datasets import Dataset
     from sentence_transformers import (
@@ -279,15 +285,16 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
         save_steps=every or 500,
         save_total_limit=2,
         logging_steps=logging_interval(steps, every),
-        report_to="none",
+        report_to=list(report_to) or "none",
         dataloader_num_workers=0,
         disable_tqdm=False,
         **precision_args,
     )
-    trainer = SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=dataset, loss=loss,
-        callbacks=[_log_last_step(), _snapshots(model, stage_dir, snaps, fingerprint),
-                   trainer_state.elapsed_callback(state_dir, seconds_so_far), *callbacks])
+    with reporting_dir(report_dir):  # the reporting callbacks read it as they are made
+        trainer = SentenceTransformerTrainer(
+            model=model, args=args, train_dataset=dataset, loss=loss,
+            callbacks=[_log_last_step(), _snapshots(model, stage_dir, snaps, fingerprint),
+                       trainer_state.elapsed_callback(state_dir, seconds_so_far), *callbacks])
     if resume:
         print(f"resuming from {resume}", flush=True)
     if resume and trainer_state.checkpoint_step(resume) >= steps:
@@ -331,16 +338,27 @@ def train(*, base: str, strategy: str, depth: int, seed: int, settings: Train, t
         (tmp / "steps").mkdir()
         for n in snaps:  # hard links: the state keeps its snapshots until the model is in place
             shutil.copytree(stage_dir / f"step{n}", tmp / "steps" / f"step{n}",
-                            copy_function=_link_or_copy)
+                            copy_function=link_or_copy)  # --state-dir elsewhere: a copy
     contracts.remove_dir(state_dir)  # whole or gone, should a kill come midway
     return summary
 
 
-def _link_or_copy(src, dst) -> None:
+@contextlib.contextmanager
+def reporting_dir(folder):
+    """transformers' TensorBoardCallback (5.x) takes its folder from TENSORBOARD_LOGGING_DIR
+    only, when it is made (else a run folder under the trainer state, removed after
+    training): set while the trainer is built, then restored."""
+    old = os.environ.get("TENSORBOARD_LOGGING_DIR")
+    if folder:
+        os.environ["TENSORBOARD_LOGGING_DIR"] = str(folder)
     try:
-        os.link(src, dst)
-    except OSError:  # another filesystem (--state-dir elsewhere)
-        shutil.copy2(src, dst)
+        yield
+    finally:
+        if folder:
+            if old is None:
+                os.environ.pop("TENSORBOARD_LOGGING_DIR", None)
+            else:
+                os.environ["TENSORBOARD_LOGGING_DIR"] = old
 
 
 def main(argv=None) -> None:
@@ -365,18 +383,29 @@ def main(argv=None) -> None:
     ap.add_argument("--out", nargs="+", required=True, help="one folder per seed")
     ap.add_argument("--state-dir", help="resumable trainer state (default: OUT.trainer; "
                                         "one seed only)")
+    ap.add_argument("--report-to", default="none",
+                    help="comma-separated reporting integrations of the trainer (tensorboard), "
+                         "or none")
+    ap.add_argument("--report-dir", nargs="+", default=[],
+                    help="with --report-to: one folder per seed for the reports")
     a = ap.parse_args(argv)
     if len(a.out) != len(a.seed):
         ap.error(f"{len(a.seed)} seeds but {len(a.out)} --out folders")
     if a.state_dir and len(a.seed) > 1:
         ap.error("--state-dir takes one seed; several seeds keep their state in OUT.trainer")
+    report_to = [r for r in a.report_to.split(",") if r and r != "none"]
+    if report_to and len(a.report_dir) != len(a.seed):
+        ap.error(f"--report-to {a.report_to}: {len(a.report_dir)} --report-dir folder(s) for "
+                 f"{len(a.seed)} seed(s)")
     settings = train_settings(a.strategy).from_json(a.settings_json)
-    for seed, out in zip(a.seed, a.out, strict=True):
+    report_dirs = a.report_dir if report_to else [None] * len(a.seed)
+    for seed, out, report_dir in zip(a.seed, a.out, report_dirs, strict=True):
         summary = train(base=a.base, strategy=a.strategy, depth=a.depth, seed=seed,
                         settings=settings, triples=a.triples,
                         out_dir=Path(out), threads=a.threads,
                         checkpoint_every=a.checkpoint_every, state_dir=a.state_dir,
-                        eval_steps=a.eval_steps)
+                        eval_steps=a.eval_steps, report_to=report_to,
+                        report_dir=report_dir)
         print(f"{out}: {summary['steps']} steps in {summary['train_seconds']:.1f} s, "
               f"final loss {summary['final_loss']:.4f}", flush=True)
 

@@ -155,6 +155,14 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
                 shutil.rmtree(tmp)
 
 
+def link_or_copy(src, dst) -> None:
+    """A hard link (no copy of a model's weights), or a copy on another filesystem."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 @contextlib.contextmanager
 def parquet_errors(path) -> Iterator[None]:
     """A file read inside the block that does not parse as parquet (truncated by a crash or

@@ -65,6 +65,11 @@ LADDER_TABLES = ("table", "comparisons", "crosscheck")
 LADDER_TABLE = "ladder/{table}.parquet"
 LADDER_IDENTITY = "ladder/identity.json"
 LADDER_SUMMARY = "ladder/summary.md"
+# Exports (rules/export.smk): a trained model's folder with its card completed by the
+# study's evaluation, and each evaluated arm's MTEB-shaped results (MTEB's layout:
+# <model>/<revision>/<task>.json; the model name holds the study's).
+EXPORT_MODEL = "export/models/{recipe}/{strategy}{depth}/seed{seed}"
+EXPORT_MTEB = "export/mteb/depthlab__{study}-{recipe}-{strategy}{depth}-seed{seed}"
 # Claims and seeds on demand (docs/claims.md, docs/adaptive_seeds.md).
 CLAIMS_TABLE = "claims.parquet"
 CLAIMS_MD = "claims.md"
@@ -122,6 +127,8 @@ class Study:
         self.CLAIMS_REGISTRY = self.result(CLAIMS_REGISTRY)
         self.LOOK = self.result(LOOK)
         self.LOOKS_TABLE = self.result(LOOKS_TABLE)
+        self.EXPORT_MODEL = self.result(EXPORT_MODEL)
+        self.EXPORT_MTEB = self.result(EXPORT_MTEB.replace("{study}", name))
 
     def result(self, path: str) -> str:
         """A path relative to a results folder, in this study's."""

@@ -33,7 +33,8 @@ SCHEMA_FILES = {"": ROOT / "config/schema.yaml", "ladder": ROOT / "config/ladder
 WORKFLOW_KEYS = frozenset({
     "study", "depths", "strategies", "train_data", "benchmarks", "preload",
     "recipes.*.seeds",
-    "recipes.*.checkpoint_every", "recipes.*.eval_steps", "recipes.*.train_once",
+    "recipes.*.checkpoint_every", "recipes.*.report_to", "recipes.*.eval_steps",
+    "recipes.*.train_once",
     "recipes.*.truncated",
     "datasets.*.source", "datasets.*.url", "datasets.*.md5", "datasets.*.path",
     "datasets.*.expect_lines",

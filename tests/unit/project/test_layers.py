@@ -27,6 +27,8 @@ ALLOWED = {
     "biencoder": {"core", "biencoder.model", "stats"},
     "biencoder.latency": {"core", "biencoder.model"},
     "biencoder.report": {"core"},
+    # the exports read artifacts (per-query files, a model folder), not other stages' code
+    "biencoder.export": {"core"},
     "ladder": {"core", "stats"},
     # claims decide latency claims from the relative ladder and its coherence checks, and
     # name the ladder study's vocabularies
