@@ -210,6 +210,14 @@ def evaluate_embeddings(query_emb, doc_emb, query_ids, doc_ids, qrels: dict, *,
                         top_k: int = 100, ignore_identical_ids: bool = False) -> pd.DataFrame:
     """Per-query metrics of given embeddings: one row per query of `query_ids` (each must
     have qrels), in that order. See the module docstring for ties, k and identical ids."""
+    return rank_and_score(query_emb, doc_emb, query_ids, doc_ids, qrels, top_k=top_k,
+                          ignore_identical_ids=ignore_identical_ids)[0]
+
+
+def rank_and_score(query_emb, doc_emb, query_ids, doc_ids, qrels: dict, *, top_k: int = 100,
+                   ignore_identical_ids: bool = False):
+    """evaluate_embeddings' metrics and the ranking they were computed on: (frame, scores,
+    idx), search()'s top-k in trec_eval's order (what a run file holds)."""
     if top_k < MIN_TOP_K:
         raise ValueError(f"top_k {top_k}: must be at least {MIN_TOP_K}, the deepest "
                          "metric cut (recall@100, map@100)")
@@ -228,6 +236,8 @@ def evaluate_embeddings(query_emb, doc_emb, query_ids, doc_ids, qrels: dict, *,
                          exclude=same if ignore_identical_ids else None)
     if any(g < 0 for qid in query_ids for g in qrels[qid].values()):
         # trec_eval's gain handling of negative grades is left to trec_eval itself.
-        return per_query_metrics({q: qrels[q] for q in query_ids},
-                                 build_run(query_ids, doc_ids, scores, idx))
-    return ranked_metrics(query_ids, doc_ids, qrels, idx)
+        df = per_query_metrics({q: qrels[q] for q in query_ids},
+                               build_run(query_ids, doc_ids, scores, idx))
+    else:
+        df = ranked_metrics(query_ids, doc_ids, qrels, idx)
+    return df, scores, idx
