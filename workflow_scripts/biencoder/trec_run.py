@@ -29,6 +29,9 @@ import numpy as np
 
 from workflow_scripts.core import contracts, paths
 
+# depthlab's metric names and ir_measures' (docs/evaluation.md's table says what each counts).
+IR_MEASURES = {"ndcg@10": "nDCG@10", "recall@100": "R@100", "map@100": "AP@100",
+               "mrr@10": "RR@10"}
 RUN_FORMAT = ("TREC run, gzipped: qid Q0 docno rank score tag; per query its top-k, ranks "
               "1..k by score descending, equal scores by docno descending (trec_eval's order)")
 # A TREC line splits on whitespace: an id or tag with any cannot be written.

@@ -7,35 +7,24 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import sys
 from pathlib import Path
 
 import ir_measures
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ROOT
 from crash_injection import Crash
+
+sys.path.insert(0, str(ROOT / "bench"))
+from rescore_runs import TREC_RR, rescore  # noqa: E402
 
 from workflow_scripts.biencoder import eval_origin, evaluate, retrieval, trec_run
 from workflow_scripts.core import contracts, paths
 
-# depthlab's metric names and ir_measures' (docs/evaluation.md's table).
-IR_MEASURES = {"ndcg@10": "nDCG@10", "recall@100": "R@100", "map@100": "AP@100",
-               "mrr@10": "RR@10"}
 WORDS = ["array", "frame", "tensor", "index", "merge", "sparse", "solve", "plot", "join",
          "sort", "group", "pivot"]
-
-
-def rescore(qrels_path, run_path) -> pd.DataFrame:
-    """ir_measures' per-query values of a run, one column per depthlab metric, and `rr`:
-    trec_eval's recip_rank (pytrec_eval) with values below 1/10 read as 0."""
-    measures = [ir_measures.parse_measure(m) for m in [*IR_MEASURES.values(), "RR"]]
-    qrels = list(ir_measures.read_trec_qrels(str(qrels_path)))
-    rows: dict[str, dict] = {}
-    for m in ir_measures.iter_calc(measures, qrels, ir_measures.read_trec_run(str(run_path))):
-        rows.setdefault(m.query_id, {})[str(m.measure)] = m.value
-    df = pd.DataFrame.from_dict(rows, orient="index")
-    df["rr"] = df["RR"].where(df["RR"] >= 0.1, 0.0)
-    return df.rename(columns={v: k for k, v in IR_MEASURES.items()})
 
 
 def tied_in_top10(run_path) -> set[str]:
@@ -155,7 +144,7 @@ def test_runs_of_tied_rankings_rescore_to_the_metrics(tmp_path):
     again = rescore(tmp_path / "q.trec", tmp_path / "r.run.gz").loc[qids]
     for metric in ("ndcg@10", "recall@100", "map@100"):
         np.testing.assert_allclose(again[metric], df[metric], rtol=0, atol=1e-12)
-    np.testing.assert_allclose(again["rr"], df["mrr@10"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(again[TREC_RR], df["mrr@10"], rtol=0, atol=1e-12)
     tied = tied_in_top10(tmp_path / "r.run.gz")
     assert len(tied) > 20  # the case the tie order decides is there
     untied = [i for i, q in enumerate(qids) if q not in tied]
@@ -180,7 +169,7 @@ def test_every_file_has_its_run_that_rescores_to_its_numbers(evaluated):
         again = rescore(bench / "qrels" / "test.trec", run).loc[df.index]
         for metric in ("ndcg@10", "recall@100", "map@100"):
             assert np.array_equal(again[metric], df[metric]), (f, metric)
-        assert np.array_equal(again["rr"], df["mrr@10"]), f
+        assert np.array_equal(again[TREC_RR], df["mrr@10"]), f
         untied = ~again.index.isin(tied_in_top10(run))
         assert np.array_equal(again.loc[untied, "mrr@10"], df.loc[untied, "mrr@10"]), f
         card = json.loads(Path(sidecar).read_text())
@@ -216,3 +205,9 @@ def test_an_edited_benchmark_file_changes_the_rebuilt_results_record(evaluated, 
     assert old["data"]["sha256"]["queries.jsonl"] == new["data"]["sha256"]["queries.jsonl"]
     sidecar = json.loads(Path(paths.run_files(again[0])[1]).read_text())
     assert sidecar["provenance"]["data"] == new["data"]
+
+
+def test_the_docs_map_each_metric_to_its_ir_measures_name():
+    text = (ROOT / "docs/evaluation.md").read_text()
+    for ours, theirs in trec_run.IR_MEASURES.items():
+        assert f"| `{ours}` | `{theirs}` |" in text
