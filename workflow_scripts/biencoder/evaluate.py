@@ -25,6 +25,11 @@ CLI: python -m workflow_scripts.biencoder.evaluate (--model DIR | --base SPEC) -
      [--dims 64 128 --dim-out FILE ...: also at these embedding dimensions, cuts of the same
      embeddings (biencoder/embedding_dims.py), one file per depth and dimension]
 
+Run files: beside each file of --out (but a snapshots' file), --final-out and --dim-out, the
+ranking its metrics were computed on, as a gzipped TREC run and its sidecar, named after it
+(core/paths.py run_files; biencoder/trec_run.py). Every file's provenance names the benchmark
+files and the weights evaluated, by sha256, and the base model (biencoder/eval_origin.py).
+
 Embedding dimensions (--dims): each is scored from the embeddings the full dimension was
 scored from, cut to their first `dim` coordinates and L2-normalised, as sentence-transformers'
 truncate_dim does (biencoder/embedding_dims.py); its file has a `dim` column and its
@@ -57,11 +62,15 @@ def score(q_emb, d_emb, query_ids, doc_ids, qrels: dict, key, dims=(), *, top_k:
     ranking each frame was computed on under the frame's key (trec_run.Ranking)."""
     opts = dict(top_k=top_k, ignore_identical_ids=ignore_identical_ids)
     out = {}
-    for k, q, d in [(key, q_emb, d_emb), *(((key, m), truncate_normalise(q_emb, m),
-                                            truncate_normalise(d_emb, m)) for m in dims)]:
+
+    def rank(k, q, d):
         out[k], scores, idx = rank_and_score(q, d, query_ids, doc_ids, qrels, **opts)
         if runs is not None:
             runs[k] = trec_run.Ranking(query_ids, doc_ids, scores, idx)
+
+    rank(key, q_emb, d_emb)
+    for dim in dims:  # one cut at a time: a large corpus holds one copy more, not one a dim
+        rank((key, dim), truncate_normalise(q_emb, dim), truncate_normalise(d_emb, dim))
     return out
 
 
