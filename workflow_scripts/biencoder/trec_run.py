@@ -77,6 +77,8 @@ def run_text(ranking: Ranking, tag: str) -> bytes:
     import pyarrow.compute as pc
 
     keep = ranking.idx >= 0
+    if not keep.any():
+        return b""
     rows, cols = np.nonzero(keep)
     lines = pc.binary_join_element_wise(
         pa.array(ranking.query_ids, pa.string()).take(rows), "Q0",

@@ -75,6 +75,8 @@ def test_run_lines_rank_from_1_in_the_rankings_order_and_keep_float32_apart():
     assert {ln[1] for ln in lines} == {"Q0"} and {ln[5] for ln in lines} == {"t"}
     assert float(lines[0][4]) > float(lines[1][4]) == float(lines[2][4])
     assert np.float32(float(lines[1][4])) == b
+    nothing = ranking._replace(idx=np.full((2, 3), -1))  # every document excluded
+    assert trec_run.run_text(nothing, "t") == b""
 
 
 def test_run_tag_names_recipe_arm_depth_seed_benchmark_and_dimension():
