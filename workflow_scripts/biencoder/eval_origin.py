@@ -11,7 +11,6 @@ revision, sha256 over its folder). Each file is hashed once per process.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 from workflow_scripts.biencoder import trainer_state
@@ -53,9 +52,7 @@ def weights_origin(folder) -> dict:
     return {} if found is None else {"file": str(found), "sha256": sha256(found)}
 
 
-@functools.cache
 def base_origin(spec: str) -> dict:
-    """An untrained base's identity (trainer_state.base_identity) and its weights (once per
-    process: a one-pass job writes many files of one base; callers do not change it)."""
+    """An untrained base's identity (trainer_state.base_identity) and its weights."""
     return {"base_model": trainer_state.base_identity(spec),
             "weights": weights_origin(trainer_state.model_folder(spec))}

@@ -27,12 +27,12 @@ def file_sha256(path) -> str:
     """A file's sha256, once per process while it is unchanged (an evaluation records its
     base's and its weights' in every file it writes)."""
     p = Path(path).resolve()
-    stat = p.stat()
-    return _sha256(p, stat.st_mtime_ns, stat.st_size)
+    st = p.stat()
+    return _sha256(p, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
 
 
 @functools.cache
-def _sha256(path: Path, _mtime_ns: int, _size: int) -> str:
+def _sha256(path: Path, _version: tuple) -> str:
     return file_digests(path, ("sha256",))["sha256"]
 
 
