@@ -105,6 +105,11 @@ def test_trec_qrels_cli_writes_the_4_column_form(tmp_path):
     assert out.read_text() == "q1 0 d1 2\nq1 0 d2 0\n"
     assert [(q.query_id, q.doc_id, q.relevance) for q in ir_measures.read_trec_qrels(
         str(out))] == [("q1", "d1", 2), ("q1", "d2", 0)]
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("query-id\tcorpus-id\tscore\nq1\td1\n")
+    with pytest.raises(contracts.DataError, match=r"bad\.tsv:2: expected 3"):
+        trec_run.main(["qrels", "--qrels", str(bad), "--out", str(tmp_path / "bad.trec")])
+    assert not (tmp_path / "bad.trec").exists()
 
 
 def test_a_run_killed_mid_write_leaves_no_file_and_a_cut_one_is_named(tmp_path, monkeypatch):

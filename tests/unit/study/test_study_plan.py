@@ -136,6 +136,10 @@ def test_promised_outputs_include_what_the_aggregates_are_made_from(plans):
     promised = set(p.promised())
     assert set(p.trained_eval_files()) <= promised and set(p.ladder_runs()) <= promised
     assert set(p.latency_runs()) <= promised
+    # every evaluation's run file and sidecar, each benchmark's trec_eval qrels
+    assert set(p.run_files()) <= promised and set(p.trec_qrels_files()) <= promised
+    assert len(p.run_files()) == 2 * len(p.trained_eval_files() + p.base_eval_files()
+                                         + p.dim_eval_files())
     assert {p.paths.STATS_TABLE.format(table="ci"), p.paths.CLAIMS_TABLE,
             p.paths.RESULTS} <= promised
     assert "results/default/figures/depth_ladder.png" in promised
