@@ -175,3 +175,20 @@ rule triples_download:
             f" {{params.url:q}} --download-dir {paths.DOWNLOADS} {{params.lines}} --out"
             " {output.triples}",
         )
+
+
+# Each benchmark's test qrels in trec_eval's 4-column form, for the run files
+# (biencoder/trec_run.py), whatever source wrote the benchmark.
+rule trec_qrels:
+    input:
+        qrels=f"{paths.BEIR_DIR}/qrels/test.tsv",
+        code=code("biencoder.trec_run"),
+    output:
+        paths.TREC_QRELS,
+    log:
+        PATHS.log("trec_qrels/{benchmark}"),
+    localrule: True
+    conda:
+        CONDA_ENV
+    shell:
+        run_stage("biencoder.trec_run qrels --qrels {input.qrels} --out {output}")

@@ -14,7 +14,9 @@
 # params.source names the model and params.depths its depth(s); params.out derives from the
 # outputs (so it is no rerun trigger), as does params.dims: every job also writes its files at
 # the configured embedding dimensions (eval.dims; outputs `dims`, the plan's dim_files), cuts
-# of the embeddings it scores at the full dimension. A `use rule … with:` names only the params it changes
+# of the embeddings it scores at the full dimension. Beside each of these files (not the
+# snapshots'), the job writes its ranking as a TREC run and the run's sidecar (outputs `runs`,
+# PLAN.runs_of; biencoder/trec_run.py). A `use rule … with:` names only the params it changes
 # (Snakemake merges them by name).
 
 # Which rule evaluates which arm (its wildcard constraints) is the study plan's registry
@@ -33,6 +35,7 @@ rule evaluate_trained:
     output:
         evals=PATHS.EVAL,
         dims=PLAN.dim_files(PATHS.EVAL_DIM),
+        runs=PLAN.runs_of([PATHS.EVAL, *PLAN.dim_files(PATHS.EVAL_DIM)]),
     log:
         PATHS.log("evaluate_trained/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}"),
     wildcard_constraints:
@@ -70,6 +73,9 @@ use rule evaluate_trained as evaluate_train_once with:
     output:
         evals=at_depths(PATHS.EVAL),
         dims=PLAN.dim_files(PATHS.EVAL_DIM, PLAN.depths),
+        runs=PLAN.runs_of(
+            at_depths(PATHS.EVAL) + PLAN.dim_files(PATHS.EVAL_DIM, PLAN.depths)
+        ),
     log:
         PATHS.log("evaluate_train_once/{recipe}/{strategy}/seed{seed}/{benchmark}"),
     wildcard_constraints:
@@ -86,6 +92,7 @@ use rule evaluate_trained as evaluate_base with:
     output:
         evals=PATHS.BASE_EVAL,
         dims=PLAN.dim_files(PATHS.BASE_EVAL_DIM),
+        runs=PLAN.runs_of([PATHS.BASE_EVAL, *PLAN.dim_files(PATHS.BASE_EVAL_DIM)]),
     log:
         PATHS.log("evaluate_base/{strategy}{depth}/{benchmark}"),
     wildcard_constraints:
@@ -101,6 +108,10 @@ use rule evaluate_base as evaluate_base_one_pass with:
     output:
         evals=at_depths(PATHS.BASE_EVAL),
         dims=PLAN.dim_files(PATHS.BASE_EVAL_DIM, PLAN.depths),
+        runs=PLAN.runs_of(
+            at_depths(PATHS.BASE_EVAL)
+            + PLAN.dim_files(PATHS.BASE_EVAL_DIM, PLAN.depths)
+        ),
     log:
         PATHS.log("evaluate_base_one_pass/{strategy}/{benchmark}"),
     wildcard_constraints:
@@ -120,6 +131,7 @@ use rule evaluate_trained as evaluate_steps with:
         steps=PATHS.EVAL_STEPS,
         final=PATHS.EVAL,
         dims=PLAN.dim_files(PATHS.EVAL_DIM),
+        runs=PLAN.runs_of([PATHS.EVAL, *PLAN.dim_files(PATHS.EVAL_DIM)]),
     log:
         PATHS.log("evaluate_steps/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}"),
     wildcard_constraints:
@@ -144,6 +156,9 @@ use rule evaluate_steps as evaluate_steps_train_once with:
         steps=at_depths(PATHS.EVAL_STEPS),
         final=at_depths(PATHS.EVAL),
         dims=PLAN.dim_files(PATHS.EVAL_DIM, PLAN.depths),
+        runs=PLAN.runs_of(
+            at_depths(PATHS.EVAL) + PLAN.dim_files(PATHS.EVAL_DIM, PLAN.depths)
+        ),
     log:
         PATHS.log(
             "evaluate_steps_train_once/{recipe}/{strategy}/seed{seed}/{benchmark}"
@@ -163,6 +178,7 @@ use rule evaluate_trained as evaluate_truncated with:
     output:
         evals=PATHS.EVAL,
         dims=PLAN.dim_files(PATHS.EVAL_DIM),
+        runs=PLAN.runs_of([PATHS.EVAL, *PLAN.dim_files(PATHS.EVAL_DIM)]),
     log:
         PATHS.log(
             "evaluate_truncated/{recipe}/{strategy}{depth}/seed{seed}/{benchmark}"
@@ -178,6 +194,10 @@ if SHALLOWER:
         output:
             evals=at_depths(PATHS.EVAL, SHALLOWER),
             dims=PLAN.dim_files(PATHS.EVAL_DIM, SHALLOWER),
+            runs=PLAN.runs_of(
+                at_depths(PATHS.EVAL, SHALLOWER)
+                + PLAN.dim_files(PATHS.EVAL_DIM, SHALLOWER)
+            ),
         log:
             PATHS.log(
                 "evaluate_truncated_one_pass/{recipe}/{strategy}/seed{seed}/{benchmark}"

@@ -244,6 +244,16 @@ class StudyPlan:
         its evaluations against."""
         return json.dumps({**json.loads(self.expected_grid()), "dims": self.dims})
 
+    @staticmethod
+    def runs_of(files) -> list[str]:
+        """The run files and sidecars of per-query files (paths.run_files), file by file."""
+        return [r for f in files for r in paths.run_files(f)]
+
+    def run_files(self) -> list[str]:
+        """Every evaluation's run file and its sidecar (the snapshots' files have none)."""
+        return self.runs_of(self.trained_eval_files() + self.base_eval_files()
+                            + self.dim_eval_files())
+
     def curve_eval_files(self) -> list[str]:
         """The snapshots' evaluations (steps/ files) of every arm with a learning curve."""
         return [self.paths.EVAL_STEPS.format(**a, benchmark=b)
@@ -291,9 +301,14 @@ class StudyPlan:
     def evaluation_jobs(self) -> list[tuple[str, list[str]]]:
         """(rule, outputs) of every evaluation job (rules/evaluate.smk): a one-pass model's
         job writes every depth's file, a curve recipe's job its snapshots' and its final
-        model's."""
+        model's; each job's run files after its per-query files (runs_of, the snapshots'
+        aside)."""
         if not self.has_biencoder:
             return []
+
+        def job(rule, files, steps=()):
+            return rule, [*steps, *files, *self.runs_of(files)]
+
         p, jobs = self.paths, []
         for s in self.strategies:
             rule = self.evaluation_rule(s)
@@ -302,8 +317,8 @@ class StudyPlan:
                          for d in self.depths]
                 dims = [self.dim_files(p.BASE_EVAL_DIM, [d]) for d in self.depths]
                 dims = [[f.format(strategy=s, benchmark=b) for f in fs] for fs in dims]
-                jobs += [(rule, files + sum(dims, []))] if rule == "evaluate_base_one_pass" else [
-                    (rule, [f, *fd]) for f, fd in zip(files, dims, strict=True)]
+                jobs += [job(rule, files + sum(dims, []))] if rule == "evaluate_base_one_pass" \
+                    else [job(rule, [f, *fd]) for f, fd in zip(files, dims, strict=True)]
         for r in self.recipes:
             curve = r in self.curve_recipes
             for s in self.recipe_strategies(r):
@@ -316,7 +331,7 @@ class StudyPlan:
                             final = [p.EVAL.format(**w, depth=d) for d in depths]
                             steps = [p.EVAL_STEPS.format(**w, depth=d) for d in depths]
                             dims = [f.format(**w) for f in self.dim_files(p.EVAL_DIM, depths)]
-                            jobs.append((rule, (steps if curve else []) + final + dims))
+                            jobs.append(job(rule, final + dims, steps if curve else ()))
             for s in self.truncated_strategies(r):
                 rule = self.evaluation_rule(s, r)
                 for seed in self.recipes[r]["seeds"]:
@@ -325,9 +340,9 @@ class StudyPlan:
                         files = [p.EVAL.format(**w, depth=d) for d in self.depths[:-1]]
                         dims = [[f.format(**w) for f in self.dim_files(p.EVAL_DIM, [d])]
                                 for d in self.depths[:-1]]
-                        jobs += [(rule, files + sum(dims, []))] if rule.endswith(
-                            "one_pass") else [(rule, [f, *fd]) for f, fd in zip(files, dims,
-                                                                               strict=True)]
+                        jobs += [job(rule, files + sum(dims, []))] if rule.endswith(
+                            "one_pass") else [job(rule, [f, *fd]) for f, fd in zip(files, dims,
+                                                                                   strict=True)]
         return jobs
 
     def expected_grid(self) -> str:
@@ -391,6 +406,10 @@ class StudyPlan:
     def data_files(self) -> list[str]:
         return [*(f for b in self.benchmarks for f in paths.beir_files(b)),
                 paths.TRAIN_DATA.format(train_data=self.train_data)]
+
+    def trec_qrels_files(self) -> list[str]:
+        """Each benchmark's qrels in trec_eval's form (rules/data.smk trec_qrels)."""
+        return [paths.TREC_QRELS.format(benchmark=b) for b in self.benchmarks]
 
     def data_cards(self) -> list[str]:
         cards = [f"{paths.BEIR_DIR.format(benchmark=b)}/{paths.DATACARD}" for b in self.benchmarks]
@@ -484,7 +503,7 @@ class StudyPlan:
         if self.has_biencoder:
             out += [*self.trained_eval_files(), *self.base_eval_files(),
                     *(self.curve_eval_files() if self.curve_recipes else []),
-                    *self.dim_eval_files(),
+                    *self.dim_eval_files(), *self.run_files(), *self.trec_qrels_files(),
                     *self.stats_tables(), *self.latency_runs(), self.paths.LATENCY_SUMMARY,
                     self.paths.LATENCY_COHERENCE, self.paths.LATENCY_LADDER, self.paths.USAGE,
                     *self.biencoder_outputs()]

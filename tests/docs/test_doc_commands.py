@@ -9,6 +9,8 @@ finished tiny study (conftest's tiny_run), with these substitutions and no other
   --configfile); a block naming another config or a profile cannot run here (it is marked);
 - `python` is this interpreter; `source .venv/bin/activate` reads an empty stand-in (the
   two above are the venv's already);
+- the default config's benchmark names in a path (`data/beir/pandas-docs/...`,
+  `.../pandas-docs.run.gz`) -> the tiny study's, in order (BENCHMARK_STANDINS);
 - where Graphviz is not installed, `dot` is a stand-in that checks that it reads one DOT
   digraph and writes it out as it came.
 
@@ -21,6 +23,7 @@ the docs leave to the reader (PYTHON_PRELUDE) bound to synthetic scores first.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -29,8 +32,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import ROOT, job_counts
 from doc_blocks import SHELL_LANGUAGES, Block, blocks, command_blocks, shell_commands
+from tiny_study import TINY_BENCHMARKS
 
 BLOCKS, PROBLEMS = command_blocks(ROOT)
 TO_RUN = [b for b in BLOCKS if b.not_run is None]
@@ -38,6 +43,9 @@ SHELL = [b for b in TO_RUN if b.language in SHELL_LANGUAGES]
 PYTHON_FILES = sorted({b.path for b in TO_RUN if b.language == "python"})
 
 PROGRAMS = {"snakemake", "python", "rm", "dot", "source"}
+# The default config's benchmarks and the tiny study's stand-ins, in order.
+BENCHMARK_STANDINS = dict(zip(yaml.safe_load((ROOT / "config/config.yaml").read_text())[
+    "benchmarks"], TINY_BENCHMARKS, strict=False))
 SEPARATORS = {"|", "||", "&&", ";", "&"}
 DEFAULT_CONFIGS = {"config/config.yaml"}
 
@@ -176,7 +184,9 @@ def run_shell_block(block: Block, wd: Path, env: dict[str, str], timeout=300) ->
     quoted = _console_outputs(block.code) if console else {}
     outputs = []
     for command in shell_commands(block.code, console=console):
-        proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command], cwd=wd,
+        run = re.sub("|".join(map(re.escape, BENCHMARK_STANDINS)),
+                     lambda m: BENCHMARK_STANDINS[m.group()], command)
+        proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", run], cwd=wd,
                               env=env, capture_output=True, text=True, timeout=timeout)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, (f"{_where(block)}: `{command}` exited "

@@ -7,14 +7,16 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import job_counts, planned_jobs, snakemake, trained_models
+from conftest import ROOT, job_counts, planned_jobs, snakemake, trained_models
 from tiny_study import TINY_BENCHMARKS, TINY_CLAIMS
 
-from workflow_scripts.core import contracts, provenance
+from workflow_scripts.biencoder.eval_origin import sha256 as provenance_sha256
+from workflow_scripts.core import contracts, paths, provenance
 
 
 def test_tiny_study_runs_end_to_end(tiny_run):
@@ -53,6 +55,7 @@ def test_tiny_study_runs_end_to_end(tiny_run):
     _check_train_once_arm(wd)
     _check_truncated_arm(wd)
     _check_dims(wd)
+    _check_runs(wd)
     cur = pd.read_parquet(wd / "results/default/stats/curves.parquet")
     assert set(cur.recipe) == {"r4"} and sorted(cur.step.unique()) == [0, 2, 4, 8]
     assert set(cur.strategy) == {"top", "adaptive"}
@@ -128,6 +131,26 @@ def _check_dims(wd) -> None:
     assert (wd / "results/default/figures/depth_by_dim.png").stat().st_size > 10_000
     assert "ndcg@10 by layers and embedding dimension" in (
         wd / "results/default/RESULTS.md").read_text()
+
+
+def _check_runs(wd) -> None:
+    """Every per-query file but the snapshots' has its run and sidecar, and each run
+    re-scored by ir_measures gives its file's values on every query (bench/rescore_runs.py:
+    RR@10 orders ties otherwise, so mrr@10 is checked against trec_eval's RR cut at 10)."""
+    import sys
+    from contextlib import chdir
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from rescore_runs import TREC_RR, agreement
+
+    files = [f for f in (wd / "results/default/eval").rglob("*.parquet") if "steps" not in f.parts]
+    runs = sorted((wd / "results/default/eval").rglob("*.run.gz"))
+    assert sorted(paths.run_files(str(f))[0] for f in files) == sorted(map(str, runs))
+    assert all((wd / paths.TREC_QRELS.format(benchmark=b)).exists() for b in TINY_BENCHMARKS)
+    with chdir(wd):
+        table = pd.concat([agreement(r) for r in runs], ignore_index=True)
+    checked = table[table.metric.isin(["ndcg@10", "recall@100", "map@100", TREC_RR])]
+    assert (checked.equal == checked.queries).all(), checked[checked.equal < checked.queries]
 
 
 def _check_train_once_arm(wd) -> None:
@@ -427,6 +450,11 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
     assert {"stats", "report", "curves"} <= set(counts)
     planned = [f for line in re.findall(r"output: (.*)", dry.stdout)
                for f in line.split(", ") if f.startswith("results/default/eval/")]
+    runs = [f for f in planned if f.endswith(paths.RUN_SUFFIXES)]
+    planned = [f for f in planned if f not in runs]
+    # each rewritten per-query file but the snapshots' with its run and sidecar
+    assert sorted(runs) == sorted(r for f in planned if "/steps/" not in f
+                                  for r in paths.run_files(f))
     full = [p for p in planned if "/dim" not in p]
     assert len(full) == 4 + 2 + 4 * 2 + 2 * 2 * 2 + 2  # final, snapshot, truncated tables
     # eval.dims: a final model's tables at both dimensions, beside its full-dimension one
@@ -441,6 +469,8 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
              "results/default/eval/r4/top1/seed1/steps/tiny-a.parquet",  # evaluate_steps
              "results/default/eval/r4/adaptive1/seed1/steps/tiny-a.parquet"]  # ..._train_once
     old = {f: (wd / f).stat().st_mtime_ns for f in rerun}
+    base = wd / "results/default/eval/base/top1/tiny-a.parquet"
+    old_origin = pd.read_parquet(base).attrs["provenance"]["data"]["sha256"]
     proc = snakemake(wd, "--configfile", str(cfg), "--cores", "2", *rerun)
     assert job_counts(proc.stdout + proc.stderr) == {
         "evaluate_trained": 1, "evaluate_base_one_pass": 1, "evaluate_steps": 1,
@@ -448,6 +478,12 @@ def test_changed_benchmark_reruns_only_its_evaluations(tiny_run_copy):
     assert all((wd / f).stat().st_mtime_ns != t for f, t in old.items())
     after = contracts.read_eval(wd / "results/default/eval/r1/top1/seed1/tiny-b.parquet")
     pd.testing.assert_frame_equal(before, after)  # the other benchmark was not redone
+    # The rebuilt file's record names the edited data, as does its run's sidecar.
+    origin = pd.read_parquet(base).attrs["provenance"]["data"]["sha256"]
+    assert origin["queries.jsonl"] == provenance_sha256(queries) != old_origin["queries.jsonl"]
+    assert origin["corpus.jsonl"] == old_origin["corpus.jsonl"]
+    sidecar = json.loads(Path(paths.run_files(str(base))[1]).read_text())
+    assert sidecar["provenance"]["data"]["sha256"] == origin
     assert len(written) == len(planned) and all(  # none of its tables was rewritten
         p.stat().st_mtime_ns == t for p, t in written.items())
 

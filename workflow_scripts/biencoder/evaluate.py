@@ -25,6 +25,11 @@ CLI: python -m workflow_scripts.biencoder.evaluate (--model DIR | --base SPEC) -
      [--dims 64 128 --dim-out FILE ...: also at these embedding dimensions, cuts of the same
      embeddings (biencoder/embedding_dims.py), one file per depth and dimension]
 
+Run files: beside each file of --out (but a snapshots' file), --final-out and --dim-out, the
+ranking its metrics were computed on, as a gzipped TREC run and its sidecar, named after it
+(core/paths.py run_files; biencoder/trec_run.py). Every file's provenance names the benchmark
+files and the weights evaluated, by sha256, and the base model (biencoder/eval_origin.py).
+
 Embedding dimensions (--dims): each is scored from the embeddings the full dimension was
 scored from, cut to their first `dim` coordinates and L2-normalised, as sentence-transformers'
 truncate_dim does (biencoder/embedding_dims.py); its file has a `dim` column and its
@@ -42,6 +47,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_scripts.biencoder import eval_origin, trec_run
 from workflow_scripts.biencoder.embedding_dims import truncate_normalise
 from workflow_scripts.biencoder.retrieval import DOC_CHUNK, doc_texts, evaluate_streamed
 from workflow_scripts.core import contracts
@@ -50,17 +56,19 @@ from workflow_scripts.core.settings import Evaluate
 
 
 def score(q_emb, d_emb, query_ids, doc_ids, qrels: dict, key, dims=(), *, top_k: int = 100,
-          ignore_identical_ids: bool = False) -> dict:
+          ignore_identical_ids: bool = False, runs: dict | None = None) -> dict:
     """Per-query metrics of one encoding: {key: at the full dimension, (key, dim): at each of
     `dims`, the embeddings cut and normalised (biencoder/embedding_dims.py)}. The dimensions
-    are cuts of the same embeddings: no second encoding."""
+    are cuts of the same embeddings: no second encoding. `runs`, where given, gets the
+    ranking each frame was computed on under the frame's key (trec_run.Ranking)."""
     chunks = ({key: d_emb[s:s + DOC_CHUNK]} for s in range(0, len(d_emb), DOC_CHUNK))
     return score_chunks({key: q_emb}, chunks, query_ids, doc_ids, qrels, dims, top_k=top_k,
-                        ignore_identical_ids=ignore_identical_ids)
+                        ignore_identical_ids=ignore_identical_ids, runs=runs)
 
 
 def score_chunks(q_embs: dict, doc_chunks, query_ids, doc_ids, qrels: dict, dims=(), *,
-                 top_k: int = 100, ignore_identical_ids: bool = False) -> dict:
+                 top_k: int = 100, ignore_identical_ids: bool = False,
+                 runs: dict | None = None) -> dict:
     """score() of several encodings {key: query embeddings}, the documents' embeddings
     given chunk by chunk ({key: the next chunk's}, retrieval.evaluate_streamed): each chunk
     is cut to every dimension and scored, then dropped, so no encoding holds the corpus."""
@@ -68,9 +76,13 @@ def score_chunks(q_embs: dict, doc_chunks, query_ids, doc_ids, qrels: dict, dims
         return {**embs, **{(k, dim): truncate_normalise(e, dim) for k, e in embs.items()
                            for dim in dims}}
 
-    return evaluate_streamed(with_dims(q_embs), (with_dims(c) for c in doc_chunks), query_ids,
-                             doc_ids, qrels, top_k=top_k,
-                             ignore_identical_ids=ignore_identical_ids)
+    ranked = evaluate_streamed(with_dims(q_embs), (with_dims(c) for c in doc_chunks),
+                               query_ids, doc_ids, qrels, top_k=top_k,
+                               ignore_identical_ids=ignore_identical_ids)
+    if runs is not None:
+        runs.update({k: trec_run.Ranking(query_ids, doc_ids, scores, idx)
+                     for k, (_, scores, idx) in ranked.items()})
+    return {k: frame for k, (frame, _, _) in ranked.items()}
 
 
 def encoded_chunks(encode, texts: list[str], clock: dict):
@@ -91,11 +103,12 @@ def _timing(clock: dict, t0: float, queries, corpus) -> dict:
 
 
 def evaluate_encoder(encoder, benchmark_dir, key=None, dims=(), *, top_k: int = 100,
-                     batch_size: int = 64,
-                     ignore_identical_ids: bool = False) -> tuple[dict, dict]:
+                     batch_size: int = 64, ignore_identical_ids: bool = False,
+                     runs: dict | None = None) -> tuple[dict, dict]:
     """score()'s frames of `encoder` (anything with encode(texts, batch_size=...) returning
     an array, e.g. workflow_scripts.biencoder.model.encoder's) on a BEIR folder, and
-    timings. The corpus is encoded and scored DOC_CHUNK documents at a time."""
+    timings, their rankings into `runs` where given. The corpus is encoded and scored
+    DOC_CHUNK documents at a time."""
     corpus, queries, qrels = contracts.load_beir(benchmark_dir)
     t0 = time.perf_counter()
     q_emb = encoder.encode(list(queries.values()), batch_size=batch_size,
@@ -107,7 +120,7 @@ def evaluate_encoder(encoder, benchmark_dir, key=None, dims=(), *, top_k: int = 
 
     frames = score_chunks({key: q_emb}, encoded_chunks(encode, doc_texts(corpus), clock),
                           list(queries), list(corpus), qrels, dims, top_k=top_k,
-                          ignore_identical_ids=ignore_identical_ids)
+                          ignore_identical_ids=ignore_identical_ids, runs=runs)
     return frames, _timing(clock, t0, queries, corpus)
 
 
@@ -122,11 +135,13 @@ def evaluate_model(encoder, benchmark_dir, *, top_k: int = 100, batch_size: int 
 
 def evaluate_depths(source: str, depths, benchmark_dir, *, max_seq_length: int,
                     top_k: int = 100, batch_size: int = 64, ignore_identical_ids: bool = False,
-                    device: str | None = None, dims=()) -> tuple[dict, dict]:
+                    device: str | None = None, dims=(),
+                    runs: dict | None = None) -> tuple[dict, dict]:
     """{depth: per-query metrics} of a model whose weights do not depend on depth (`source`:
     the base's spec, strategy top, or a train-once model's folder) at every one of `depths`,
     its texts encoded in one pass (encoder.encode_at_depths), the corpus DOC_CHUNK documents
-    at a time; {(depth, dim): ..} too at each of `dims` (score())."""
+    at a time; {(depth, dim): ..} too at each of `dims` (score()); their rankings
+    into `runs` where given."""
     from workflow_scripts.biencoder.model.encoder import encode_at_depths, load_encoder
 
     corpus, queries, qrels = contracts.load_beir(benchmark_dir)
@@ -142,7 +157,7 @@ def evaluate_depths(source: str, depths, benchmark_dir, *, max_seq_length: int,
     clock = {"encode": time.perf_counter() - t0}
     out = score_chunks(q_embs, encoded_chunks(encode, doc_texts(corpus), clock), list(queries),
                        list(corpus), qrels, dims, top_k=top_k,
-                       ignore_identical_ids=ignore_identical_ids)
+                       ignore_identical_ids=ignore_identical_ids, runs=runs)
     out = {k: out[k] for d in sorted(depths) for k in [d, *((d, m) for m in dims)]}
     return out, _timing(clock, t0, queries, corpus)
 
@@ -150,7 +165,7 @@ def evaluate_depths(source: str, depths, benchmark_dir, *, max_seq_length: int,
 def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top_k: int = 100,
                        batch_size: int = 64, ignore_identical_ids: bool = False,
                        device: str | None = None, depths=None, dims=(),
-                       dims_step=None) -> tuple[object, dict]:
+                       dims_step=None, runs: dict | None = None) -> tuple[object, dict]:
     """Per-query metrics of several weight folders of one training (step -> a learning-curve
     snapshot), as evaluate_model gives for each, with a `step` column: the benchmark read
     once, its texts tokenized once where the corpus is one chunk (the lean encoder swaps
@@ -159,7 +174,8 @@ def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top
     cannot take is encoded on its own. `depths` (a train-once model's snapshots): {depth:
     metrics} of every depth, each snapshot in one pass. `dims`: the folder of step
     `dims_step` (the final model) also at these dimensions, keyed (depth or None, dim) as
-    score() keys them."""
+    score() keys them; its rankings (full dimension and `dims`) into `runs` where given,
+    keyed likewise."""
     from workflow_scripts.biencoder.model.encoder import (
         BertEncoder,
         UnsupportedModel,
@@ -194,7 +210,8 @@ def evaluate_snapshots(folders: dict, benchmark_dir, *, max_seq_length: int, top
         scored = score_chunks(
             q_embs, encoded_chunks(d_encode, d_texts, clock),
             list(queries), list(corpus), qrels, dims if step == dims_step else (),
-            top_k=top_k, ignore_identical_ids=ignore_identical_ids)
+            top_k=top_k, ignore_identical_ids=ignore_identical_ids,
+            runs=runs if step == dims_step else None)
         for k, df in scored.items():
             frames.setdefault(k, []).append(df.assign(step=int(step)))
         t = _timing(clock, t0, queries, corpus)
@@ -243,20 +260,31 @@ def split_final(frames: dict, final_step: int) -> tuple[dict, dict]:
     return snaps, final
 
 
-def provenance(a, folder=None, depth=None) -> dict:
+def provenance(a, folder=None, depth=None, weights=None) -> dict:
     """What a per-query file was made with: the evaluation settings, the model given, and
     for a trained model what its train_summary.json records made it (settings, seed, base,
     steps, training data); for a fine-tuned-then-truncated arm's file (at `depth`), the cut
-    (truncated_from). Stored in the parquet file (pandas attrs)."""
+    (truncated_from). And what it was evaluated on (biencoder/eval_origin.py): `data`, the
+    benchmark files' sha256 and its data card's origin; `weights`, the weights file's sha256
+    (`weights` given: a snapshots file's {step: ...}); `base_model`, the base's identity
+    (spec, version or revision, sha256), for a trained model as its train_summary.json
+    records it. Stored in the parquet file (pandas attrs) and its run's sidecar."""
+    model = folder or a.model
     prov = {"evaluate": json.loads(Evaluate.from_json(a.settings_json).to_json()),
             "model": str(a.model or a.snapshots or a.base),
             # No time in it: two runs of the same code and config write the same file.
             "code": code_provenance.code_version("biencoder.evaluate"),
             "packages": code_provenance.package_versions(
-                code_provenance.EVALUATE_PACKAGES)}
-    summary = Path(folder or a.model or "") / "train_summary.json"
-    if (folder or a.model) and summary.exists():
+                code_provenance.EVALUATE_PACKAGES),
+            "data": eval_origin.benchmark_origin(a.benchmark_dir)}
+    if a.base:
+        prov.update(eval_origin.base_origin(a.base))
+    else:
+        prov["weights"] = weights if weights is not None else eval_origin.weights_origin(model)
+    summary = Path(model or "") / "train_summary.json"
+    if model and summary.exists():
         made = json.loads(summary.read_text(encoding="utf-8"))
+        prov["base_model"] = made.get("base_model")
         prov["trained_with"] = {k: made.get(k) for k in ("settings", "seed", "base", "steps",
                                                           "train_data", "code", "packages")}
         cut = contracts.truncated_cut(a.strategy)
@@ -284,30 +312,36 @@ def at_depth(frames: dict, depth) -> dict:
              else k): df for k, df in frames.items()}
 
 
-def write_frames(frames: dict, depths, outs, a, folder=None) -> None:
+def write_frames(frames: dict, depths, outs, a, folder=None, runs=None,
+                 weights=None) -> None:
     """Each depth's per-query metrics, with the run's identity columns and its provenance,
-    to its file."""
+    to its file; with `runs` (keyed as frames), its ranking beside it (paths.run_files)."""
     for d, out in zip(depths, outs, strict=True):
-        _write(frames[d], out, a, d, provenance(a, folder, d))
+        _write(frames[d], out, a, d, provenance(a, folder, d, weights),
+               None if runs is None else runs[d])
 
 
-def write_dim_frames(frames: dict, depths, dims, outs, a, folder=None) -> None:
+def write_dim_frames(frames: dict, depths, dims, outs, a, folder=None, runs=None) -> None:
     """Each (depth, dimension)'s per-query metrics (frames keyed (depth, dim)) to its file,
     depth by depth, each depth's dimensions in `dims` order (outs' order); each file says
-    its dimension (column `dim`, provenance `dim`)."""
+    its dimension (column `dim`, provenance `dim`, its run's tag)."""
     keys = [(d, m) for d in depths for m in dims]
     for (d, m), out in zip(keys, outs, strict=True):
         prov = {**provenance(a, folder, d), "dim": int(m),
                 "truncation": "first dim coordinates of the full embedding, L2-normalised"}
-        _write(frames[(d, m)].assign(dim=int(m)), out, a, d, prov)
+        _write(frames[(d, m)].assign(dim=int(m)), out, a, d, prov,
+               None if runs is None else runs[(d, m)], dim=int(m))
 
 
-def _write(df, out, a, depth, prov: dict) -> None:
+def _write(df, out, a, depth, prov: dict, ranking=None, dim=None) -> None:
     for key, value in (("recipe", a.recipe), ("strategy", a.strategy), ("depth", depth),
                        ("seed", a.seed), ("benchmark", a.benchmark)):
         df[key] = value
     df.attrs["provenance"] = prov
     contracts.write_parquet(out, df)
+    if ranking is not None:
+        tag = trec_run.run_tag(a.recipe, a.strategy, depth, a.seed, a.benchmark, dim)
+        trec_run.write_beside(out, ranking, tag, prov)
     print(f"{out}: {len(df)} queries, NDCG@10 {df['ndcg@10'].mean():.4f}")
 
 
@@ -375,6 +409,7 @@ def main(argv=None) -> None:
     set_threads(a.threads)
     opts = dict(top_k=s.top_k, batch_size=s.batch_size,
                 ignore_identical_ids=s.ignore_identical_ids)
+    runs: dict = {}  # every ranking a file is written from, keyed as its frame
     if a.snapshots:
         if not a.steps:
             ap.error("--snapshots needs --steps")
@@ -390,18 +425,22 @@ def main(argv=None) -> None:
         frames, timing = evaluate_snapshots(folders, a.benchmark_dir,
                                             max_seq_length=s.max_seq_length,
                                             depths=a.depths, dims=a.dims,
-                                            dims_step=final_step, **opts)
+                                            dims_step=final_step, runs=runs, **opts)
         frames = at_depth(frames if isinstance(frames, dict) else {None: frames}, a.depth)
+        runs = at_depth(runs, a.depth)
         if a.final:
             frames, finals = split_final(frames, final_step)
-            write_frames(finals, depths, a.final_out, a, folder=a.final)
-            write_dim_frames(finals, depths, a.dims, a.dim_out, a, folder=a.final)
-        write_frames(frames, depths, a.out, a, folder=a.final)
+            write_frames(finals, depths, a.final_out, a, folder=a.final, runs=runs)
+            write_dim_frames(finals, depths, a.dims, a.dim_out, a, folder=a.final, runs=runs)
+        # The snapshots' file: no run (the curve's points), each step's weights named.
+        steps = {str(n): eval_origin.weights_origin(f) for n, f in sorted(folders.items())
+                 if n != final_step}
+        write_frames(frames, depths, a.out, a, folder=a.final, weights=steps)
     else:
         if a.depths:
             frames, timing = evaluate_depths(a.model or a.base, a.depths, a.benchmark_dir,
                                              max_seq_length=s.max_seq_length, dims=a.dims,
-                                             **opts)
+                                             runs=runs, **opts)
         else:
             # A trained model as saved, or (a truncated arm) cut by its strategy's rule.
             encoder = (load_encoder(a.model, depth=a.depth, strategy=cut,
@@ -410,9 +449,9 @@ def main(argv=None) -> None:
                        else load_encoder(a.base, depth=a.depth, strategy=a.strategy,
                                          max_seq_length=s.max_seq_length))
             frames, timing = evaluate_encoder(encoder, a.benchmark_dir, a.depth, a.dims,
-                                              **opts)
-        write_frames(frames, depths, a.out, a)
-        write_dim_frames(frames, depths, a.dims, a.dim_out, a)
+                                              runs=runs, **opts)
+        write_frames(frames, depths, a.out, a, runs=runs)
+        write_dim_frames(frames, depths, a.dims, a.dim_out, a, runs=runs)
     print(f"encode {timing['encode_seconds']:.1f} s, search+metrics "
           f"{timing['search_metrics_seconds']:.2f} s")
 

@@ -269,6 +269,14 @@ def evaluate_embeddings(query_emb, doc_emb, query_ids, doc_ids, qrels: dict, *,
                         top_k: int = 100, ignore_identical_ids: bool = False) -> pd.DataFrame:
     """Per-query metrics of given embeddings: one row per query of `query_ids` (each must
     have qrels), in that order. See the module docstring for ties, k and identical ids."""
+    return rank_and_score(query_emb, doc_emb, query_ids, doc_ids, qrels, top_k=top_k,
+                          ignore_identical_ids=ignore_identical_ids)[0]
+
+
+def rank_and_score(query_emb, doc_emb, query_ids, doc_ids, qrels: dict, *, top_k: int = 100,
+                   ignore_identical_ids: bool = False):
+    """evaluate_embeddings' metrics and the ranking they were computed on: (frame, scores,
+    idx), search()'s top-k in trec_eval's order (what a run file holds)."""
     chunks = ({None: doc_emb[s:s + DOC_CHUNK]} for s in range(0, len(doc_emb), DOC_CHUNK))
     return evaluate_streamed({None: query_emb}, chunks, query_ids, doc_ids, qrels,
                              top_k=top_k, ignore_identical_ids=ignore_identical_ids)[None]
@@ -276,10 +284,10 @@ def evaluate_embeddings(query_emb, doc_emb, query_ids, doc_ids, qrels: dict, *,
 
 def evaluate_streamed(query_embs: dict, doc_chunks, query_ids, doc_ids, qrels: dict, *,
                       top_k: int = 100, ignore_identical_ids: bool = False) -> dict:
-    """evaluate_embeddings() of several encodings of one benchmark at once, its documents
-    given in chunks: `query_embs` {key: query embeddings}, `doc_chunks` an iterable of
-    {key: the next documents' embeddings}, in corpus order (`doc_ids`' order), so that an
-    encoder can hand each chunk over as it encodes it. Returns {key: per-query metrics}."""
+    """rank_and_score() of several encodings of one benchmark at once, its documents given
+    in chunks: `query_embs` {key: query embeddings}, `doc_chunks` an iterable of {key: the
+    next documents' embeddings}, in corpus order (`doc_ids`' order), so that an encoder can
+    hand each chunk over as it encodes it. Returns {key: (per-query metrics, scores, idx)}."""
     if top_k < MIN_TOP_K:
         raise ValueError(f"top_k {top_k}: must be at least {MIN_TOP_K}, the deepest "
                          "metric cut (recall@100, map@100)")
@@ -304,7 +312,8 @@ def evaluate_streamed(query_embs: dict, doc_chunks, query_ids, doc_ids, qrels: d
     for key, top in tops.items():
         if top.n != len(doc_ids):
             raise ValueError(f"{top.n} document embeddings for {len(doc_ids)} documents")
-        out[key] = metrics_of_ranking(query_ids, doc_ids, qrels, *top.result())
+        scores, idx = top.result()
+        out[key] = (metrics_of_ranking(query_ids, doc_ids, qrels, scores, idx), scores, idx)
     return out
 
 

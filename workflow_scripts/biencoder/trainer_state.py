@@ -11,6 +11,7 @@ trained up to it, so a resumed run's train_seconds covers the whole run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import shutil
@@ -23,6 +24,15 @@ ELAPSED = "depthlab_elapsed.json"  # in each checkpoint: seconds trained up to i
 
 
 def file_sha256(path) -> str:
+    """A file's sha256, once per process while it is unchanged (an evaluation records its
+    base's and its weights' in every file it writes)."""
+    p = Path(path).resolve()
+    st = p.stat()
+    return _sha256(p, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+
+
+@functools.cache
+def _sha256(path: Path, _version: tuple) -> str:
     return file_digests(path, ("sha256",))["sha256"]
 
 
@@ -37,7 +47,6 @@ def base_identity(spec: str) -> dict:
     snapshot in the Hugging Face cache (what loaded it, after loading) and the sha256 of
     that snapshot."""
     from workflow_scripts.biencoder.model import hub
-    from workflow_scripts.biencoder.model.truncation import resolve_model_path
 
     out = {"spec": spec}
     if spec.startswith("package:"):
@@ -46,10 +55,9 @@ def base_identity(spec: str) -> dict:
         module = spec.split(":", 1)[1]
         dists = metadata.packages_distributions().get(module.split(".")[0], [module])
         out["package"] = {"name": dists[0], "version": metadata.version(dists[0])}
-    folder = Path(resolve_model_path(spec))
-    if hub.is_hub_id(spec) and (snapshot := hub.cached_config_folder(spec)):
-        out["revision"] = snapshot.name
-        folder = snapshot
+    folder = model_folder(spec)
+    if hub.is_hub_id(spec) and folder.is_dir():
+        out["revision"] = folder.name
     if folder.is_dir():
         h = hashlib.sha256()
         for f in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -57,6 +65,17 @@ def base_identity(spec: str) -> dict:
             h.update(file_sha256(f).encode())
         out["sha256"] = h.hexdigest()
     return out
+
+
+def model_folder(spec: str) -> Path:
+    """The folder a model spec loads from: a package's or a local folder, or for a hub id
+    the snapshot in the Hugging Face cache (a path that does not exist when none is)."""
+    from workflow_scripts.biencoder.model import hub
+    from workflow_scripts.biencoder.model.truncation import resolve_model_path
+
+    if hub.is_hub_id(spec):
+        return hub.cached_config_folder(spec) or Path(spec)
+    return Path(resolve_model_path(spec))
 
 
 def differences(old: dict, new: dict, prefix: str = "") -> list[str]:

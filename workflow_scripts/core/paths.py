@@ -27,6 +27,9 @@ STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 BEIR_DIR = "data/beir/{benchmark}"
 BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
 DATACARD = "DATACARD.md"
+# Each benchmark's test qrels in trec_eval's 4-column form (biencoder/trec_run.py), beside
+# BEIR's qrels/test.tsv.
+TREC_QRELS = "data/beir/{benchmark}/qrels/test.trec"
 TRAIN_DATA = "data/train/{train_data}.parquet"
 TRAIN_CARD = "data/train/{train_data}.DATACARD.md"
 DOWNLOADS = "data/downloads"
@@ -47,6 +50,10 @@ BASE_EVAL = "eval/base/{strategy}{depth}/{benchmark}.parquet"
 # each full-dimension file, so no reader of those sees them.
 EVAL_DIM = "eval/{recipe}/{strategy}{depth}/seed{seed}/dim{dim}/{benchmark}.parquet"
 BASE_EVAL_DIM = "eval/base/{strategy}{depth}/dim{dim}/{benchmark}.parquet"
+# Beside each per-query file but the snapshots' (steps/): its ranking as a gzipped TREC run
+# and that run's provenance (a sidecar: the TREC format has no room for a header), named
+# after it: X.parquet -> X.run.gz, X.run.json (run_files).
+RUN_SUFFIXES = (".run.gz", ".run.json")
 # Latency, statistics, figures, report.
 LATENCY_RUN = "latency/run{r}.parquet"
 LATENCY_SUMMARY = "latency/summary.parquet"
@@ -150,6 +157,12 @@ def rule_of(record: Path) -> str:
     """The rule of a record (a path relative to a study's records folder): its log's first
     name."""
     return record.parts[0].removesuffix(".json").removesuffix(".log")
+
+
+def run_files(per_query: str) -> list[str]:
+    """The run file and its sidecar of a per-query file (a path or a template)."""
+    stem = per_query.removesuffix(".parquet")
+    return [stem + suffix for suffix in RUN_SUFFIXES]
 
 
 def beir_files(benchmark: str) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,6 +103,21 @@ def test_snapshot_evaluations_equal_the_normal_path(tiny_model, tmp_path):
             merged = curve[curve.step == step].drop(columns="step").reset_index(drop=True)
         pd.testing.assert_frame_equal(merged, pd.read_parquet(out), check_exact=True)
     assert curve.groupby("step")["ndcg@10"].mean().nunique() == 2  # the weights differ
+    # The final model's file has its run and records the weights and base it came from;
+    # the snapshots' file has no run and names each snapshot's weights.
+    from workflow_scripts.biencoder.eval_origin import sha256
+    from workflow_scripts.core import paths
+
+    final = pd.read_parquet(tmp_path / "final.parquet").attrs["provenance"]
+    summary = json.loads((model / "train_summary.json").read_text())
+    assert final["weights"]["sha256"] == sha256(model / "model.safetensors")
+    assert final["base_model"] == summary["base_model"] and final["base_model"]["sha256"]
+    assert all(Path(f).exists() for f in paths.run_files(str(tmp_path / "final.parquet")))
+    steps = pd.read_parquet(tmp_path / "steps.parquet").attrs["provenance"]["weights"]
+    assert steps == {str(n): {"file": str(model / "steps" / f"step{n}" / "model.safetensors"),
+                              "sha256": sha256(model / "steps" / f"step{n}"
+                                               / "model.safetensors")} for n in (1, 3)}
+    assert not any(Path(f).exists() for f in paths.run_files(str(tmp_path / "steps.parquet")))
     with pytest.raises(SystemExit, match="no snapshot at .*step2"):
         evaluate.main(["--snapshots", str(model / "steps"), "--steps", "2",
                        "--out", str(tmp_path / "x.parquet"), *common])

@@ -14,6 +14,7 @@ from conftest import ROOT
 from snakemake.utils import update_config
 
 from workflow_scripts.claims import spec
+from workflow_scripts.core import paths
 from workflow_scripts.study_config import check_config
 from workflow_scripts.study_plan import StudyPlan
 
@@ -50,6 +51,7 @@ def expected_jobs(plan: StudyPlan) -> dict[str, int]:
         for b in plan.benchmarks:
             rule = data[plan.config["datasets"][b]["source"]]
             counts[rule] = counts.get(rule, 0) + 1
+        counts["trec_qrels"] = len(plan.benchmarks)
         train_rule = {"docstrings": "docstring_triples", "triples-jsonl-gz": "triples_download",
                       "beir-train": "beir_train"}
         counts[train_rule[plan.config["datasets"][plan.train_data]["source"]]] = 1
@@ -77,8 +79,13 @@ def expected_jobs(plan: StudyPlan) -> dict[str, int]:
 
 # The jobs of each shipped config (fresh folder), as the plan counts them (the default's
 # eval.dims: the same evaluation jobs, plus stats_dims and figure_depth_by_dim).
-EXPECTED_TOTALS = {"default": 218, "laptop": 55, "paper": 146, "ladder": 93,
-                   "adaptive_demo": 220, "nanobeir": 55}
+EXPECTED_TOTALS = {"default": 221, "laptop": 57, "paper": 149, "ladder": 93,
+                   "adaptive_demo": 223, "nanobeir": 57}
+
+
+def per_query(outs) -> list[str]:
+    """An evaluation job's outputs but its run files (paths.run_files)."""
+    return [f for f in outs if not f.endswith(paths.RUN_SUFFIXES)]
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -108,19 +115,22 @@ def test_default_plan_paths(plans):
     assert "checkpoints/default/short/adaptive1/seed42/model.safetensors" not in p.model_files()
     once = [o for r, o in p.evaluation_jobs() if r == "evaluate_train_once"]
     b0 = p.benchmarks[0]
-    assert once[0] == [f"results/default/eval/short/adaptive{d}/seed42/{b0}.parquet"
+    assert per_query(once[0]) == [f"results/default/eval/short/adaptive{d}/seed42/{b0}.parquet"
                        for d in (1, 2, 3)] + [  # and each depth at eval.dims [64, 128]
         f"results/default/eval/short/adaptive{d}/seed42/dim{m}/{b0}.parquet"
         for d in (1, 2, 3) for m in (64, 128)]
     steps = [o for r, o in p.evaluation_jobs() if r == "evaluate_steps"]
     w = dict(recipe="long", strategy="top", depth=1, seed=42, benchmark=b0)
-    assert steps[0] == [p.paths.EVAL_STEPS.format(**w), p.paths.EVAL.format(**w),
-                        *(p.paths.EVAL_DIM.format(**w, dim=m) for m in (64, 128))]
+    final = [p.paths.EVAL.format(**w), *(p.paths.EVAL_DIM.format(**w, dim=m) for m in (64, 128))]
+    # the snapshots' file, the final model's, then the runs of the latter (none of the former)
+    assert steps[0] == [p.paths.EVAL_STEPS.format(**w), *final, *p.runs_of(final)]
+    assert p.runs_of(final[:1]) == [f"results/default/eval/long/top1/seed42/{b0}.run.gz",
+                                    f"results/default/eval/long/top1/seed42/{b0}.run.json"]
     # Every evaluation file is planned once, by one job.
     files = [f for _, outs in p.evaluation_jobs() for f in outs]
     assert len(files) == len(set(files))
     assert set(files) == set(p.trained_eval_files() + p.base_eval_files()
-                             + p.curve_eval_files() + p.dim_eval_files())
+                             + p.curve_eval_files() + p.dim_eval_files() + p.run_files())
 
 
 def test_promised_outputs_include_what_the_aggregates_are_made_from(plans):
@@ -128,6 +138,10 @@ def test_promised_outputs_include_what_the_aggregates_are_made_from(plans):
     promised = set(p.promised())
     assert set(p.trained_eval_files()) <= promised and set(p.ladder_runs()) <= promised
     assert set(p.latency_runs()) <= promised
+    # every evaluation's run file and sidecar, each benchmark's trec_eval qrels
+    assert set(p.run_files()) <= promised and set(p.trec_qrels_files()) <= promised
+    assert len(p.run_files()) == 2 * len(p.trained_eval_files() + p.base_eval_files()
+                                         + p.dim_eval_files())
     assert {p.paths.STATS_TABLE.format(table="ci"), p.paths.CLAIMS_TABLE,
             p.paths.RESULTS} <= promised
     assert "results/default/figures/depth_ladder.png" in promised
@@ -200,7 +214,7 @@ def test_the_truncated_arm_adds_evaluations_and_no_training(plans, name):
     p, off = plans[name], StudyPlan(_without_truncated(plans[name].config))
     assert p.models() == off.models() and p.summaries() == off.summaries()
     dims = set(p.dim_eval_files())  # eval.dims: the same jobs' files at smaller dimensions
-    added = [(r, [f for f in o if f not in dims]) for r, o in p.evaluation_jobs()
+    added = [(r, [f for f in per_query(o) if f not in dims]) for r, o in p.evaluation_jobs()
              if (r, o) not in off.evaluation_jobs()]
     assert {r for r, _ in added} == {"evaluate_truncated_one_pass"}
     assert len(added) == sum(len(s["seeds"]) for s in p.recipes.values()) * len(p.benchmarks)
@@ -256,10 +270,11 @@ def test_dimensions_add_files_to_the_same_evaluation_jobs(plans, name):
     dims = set(p.dim_eval_files())
     assert len(dims) == 2 * (len(p.trained_eval_files()) + len(p.base_eval_files()))
     jobs, jobs_off = p.evaluation_jobs(), off.evaluation_jobs()
-    assert [(r, [f for f in o if f not in dims]) for r, o in jobs] == jobs_off
+    with_runs = dims | set(p.runs_of(dims))
+    assert [(r, [f for f in o if f not in with_runs]) for r, o in jobs] == jobs_off
     assert {f for _, o in jobs for f in o if f in dims} == dims
     for rule, outs in jobs:
-        full = [f for f in outs if f not in dims and "/steps/" not in f]
+        full = [f for f in per_query(outs) if f not in dims and "/steps/" not in f]
         folder_file = [f.rsplit("/", 1) for f in full]
         assert [f for f in outs if f in dims] == [
             f"{folder}/dim{m}/{file}" for folder, file in folder_file for m in (8, 16)], rule
