@@ -56,7 +56,8 @@ def schema(name: str = "") -> dict:
     return yaml.load(SCHEMA_FILES[name].read_text(encoding="utf-8"), Loader=loader)
 
 
-def _resolve(node: dict, root: dict) -> dict:
+def resolve_ref(node: dict, root: dict) -> dict:
+    """A schema node with its `$ref` (to the root's $defs) followed."""
     while "$ref" in node:
         ref = node["$ref"]
         node = {**root["$defs"][ref.rsplit("/", 1)[1]], **{k: v for k, v in node.items()
@@ -74,7 +75,7 @@ def schema_node(key: str) -> tuple[dict, bool]:
     root = schema(name)
     node, required = root, False
     for part in parts[1:] if name else parts:
-        node = _resolve(node, root)
+        node = resolve_ref(node, root)
         if part == "*":
             node, required = node["additionalProperties"], True
             continue
@@ -84,7 +85,7 @@ def schema_node(key: str) -> tuple[dict, bool]:
         required = part in node.get("required", ()) or any(
             part in keys for keys in node.get("dependentRequired", {}).values())
         node = props[part]
-    return _resolve(node, root), required
+    return resolve_ref(node, root), required
 
 
 def setting(key: str):

@@ -19,7 +19,7 @@ NEEDED_PER_SOURCE = {f"datasets.*.{k}" for keys in SOURCE_NEEDS.values() for k i
 
 def _leaves(node: dict, root: dict, prefix: str = "") -> set[str]:
     """Dotted keys of the schema's leaf settings (`*` for a mapping's entries)."""
-    node = settings._resolve(node, root)
+    node = settings.resolve_ref(node, root)
     if "properties" in node:
         return {leaf for name, sub in node["properties"].items()
                 for leaf in _leaves(sub, root, f"{prefix}{name}.")}
