@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -167,6 +168,31 @@ class Settings:
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+def rerun_params(name: str, document: dict, depth: int = 2) -> dict[str, str]:
+    """A JSON document as Snakemake params, one per part, so that a job reruns exactly when
+    the document changes and Snakemake's rerun reason (every param that changed, before and
+    now) names the part, not the whole document: `{name}0` -> 'name.key value', the value
+    itself where short, else a digest of it; parts to `depth` levels of mappings, and a list
+    of mappings with ids entry by entry ('claims[0]:an-id')."""
+    parts = []
+
+    def walk(label, value, depth):
+        if depth and isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{label}.{k}", v, depth - 1)
+        elif depth and isinstance(value, list) and value and all(
+                isinstance(x, dict) and "id" in x for x in value):
+            for i, x in enumerate(value):
+                walk(f"{label}[{i}]:{x['id']}", x, 0)
+        else:
+            text = json.dumps(value, sort_keys=True)
+            short = text if len(text) <= 40 else hashlib.sha256(text.encode()).hexdigest()[:12]
+            parts.append(f"{label} {short}")
+
+    walk(name, document, depth)
+    return {f"{name}{i}": part for i, part in enumerate(parts)}
 
 
 class _Missing:
