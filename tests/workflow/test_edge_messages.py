@@ -4,10 +4,13 @@ Snakefile run from another folder, Ctrl-C during a training."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
-from conftest import ROOT, snakemake
+import yaml
+from conftest import ROOT, SNAKEMAKE, copy_workflow, ctrl_c_reaches_it, snakemake
 
 
 def _dry_run_in(folder, *args) -> str:
@@ -29,3 +32,36 @@ def test_a_clones_snakefile_run_from_another_folder_says_where_it_writes(tmp_pat
     assert "depthlab: results/" not in _dry_run_in(tmp_path)
     named = snakemake(tmp_path / "named", "-n", "--cores", "1")
     assert "depthlab: results/" not in named.stdout + named.stderr
+
+
+def test_ctrl_c_during_a_training_says_a_rerun_resumes(tmp_path, tiny_model):
+    """Ctrl-C (SIGINT to Snakemake's process group, as a terminal sends it) once the training
+    has saved a checkpoint: the stage's log ends in one line, not a KeyboardInterrupt
+    traceback, and the run ends saying that the same command resumes."""
+    from tiny_study import tiny_config
+
+    from workflow_scripts.core import launch
+
+    wd = copy_workflow(tmp_path / "study")
+    conf = tiny_config(tiny_model)
+    conf["recipes"]["r1"].update(steps=3000, checkpoint_every=5, seeds=[1])
+    cfg = wd / "long.yaml"
+    cfg.write_text(yaml.safe_dump(conf))
+    model = "checkpoints/default/r1/top1/seed1/model.safetensors"
+    proc = subprocess.Popen([*SNAKEMAKE, "-s", str(wd / "Snakefile"), "--directory", str(wd),
+                             "--cores", "1", model, "--configfile", str(cfg)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONHASHSEED": "0"},
+                            start_new_session=True, preexec_fn=ctrl_c_reaches_it)
+    state = wd / "checkpoints/default/r1/top1/seed1.trainer"
+    deadline = time.monotonic() + 300
+    while not list(state.glob("checkpoint-*")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:]
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode != 0
+    assert launch.RESUME_NOTE in out, out[-3000:]
+    assert "workflow_scripts.biencoder.train: interrupted (Ctrl-C)" in out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out
+    assert not (wd / model).exists() and list(state.glob("checkpoint-*"))
