@@ -65,3 +65,21 @@ def test_ctrl_c_during_a_training_says_a_rerun_resumes(tmp_path, tiny_model):
     assert "workflow_scripts.biencoder.train: interrupted (Ctrl-C)" in out
     assert "Traceback" not in out and "KeyboardInterrupt" not in out
     assert not (wd / model).exists() and list(state.glob("checkpoint-*"))
+
+
+def test_the_command_line_mistakes_snakemake_stops_on_and_their_fixes(tmp_path):
+    """A target after --configfile and an unquoted --config value with a space stop Snakemake
+    before it reads the workflow (its own traceback, which the project cannot reword):
+    docs/guide.md names the last line of each and the fix, run here as written there."""
+    ladder = str(ROOT / "config/ladder.yaml")
+    cases = [(["--configfile", ladder, "ladder"], "FileNotFoundError: [Errno 2] No such file "
+              "or directory: 'ladder'", ["--configfile", ladder, "--", "ladder"]),
+             (["--config", "depths=[1,", "2]"], "(Unparsable value: '2]')",
+              ["--config", "depths=[1, 2]"])]
+    guide = (ROOT / "docs/guide.md").read_text()
+    assert "`… config/ladder.yaml -- ladder`" in guide
+    assert "`--config 'depths=[1, 2]'`" in guide and "`Unparsable value: '2]'`" in guide
+    for mistake, said, fix in cases:
+        proc = snakemake(tmp_path, "-n", "--cores", "1", *mistake, check=False)
+        assert proc.returncode != 0 and said in proc.stdout + proc.stderr
+        assert snakemake(tmp_path, "-n", "--cores", "1", *fix).returncode == 0
