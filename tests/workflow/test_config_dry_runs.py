@@ -69,7 +69,7 @@ def _set(cfg, path, value):
     (["recipes", "long", "lr"], "fast", "config key recipes.long.lr: 'fast' is not of type"),
     (["benchmarks"], ["nope"], "config key benchmarks[0]: 'nope' is not in the datasets "
      "registry (datasets:), which has numpy-scipy-docs, pandas-docs, torch-docs, sklearn-docs; "
-     "add it there"),
+     "add it under datasets:"),
     (["benchmarks"], ["pandas-doc"], "'pandas-doc' is not in the datasets registry (datasets:), "
      "which has numpy-scipy-docs, pandas-docs, torch-docs, sklearn-docs; did you mean "
      "'pandas-docs'?"),

@@ -176,7 +176,7 @@ def cross_errors(config: dict) -> list[str]:
     for key, name, role in roles:
         if name not in datasets:
             msgs.append(f"config key {key}: {name!r} is not in the datasets registry "
-                        f"(datasets:){_nearest(name, datasets)}")
+                        f"(datasets:){_datasets_hint(name, datasets)}")
             continue
         source = datasets[name]["source"]
         if (source, role) not in SOURCE_NEEDS:
@@ -192,12 +192,12 @@ def cross_errors(config: dict) -> list[str]:
     return msgs
 
 
-def _nearest(name: str, names) -> str:
-    """', which has A, B; did you mean X?' (else '; add it there'): every registered name and
+def _datasets_hint(name: str, names) -> str:
+    """', which has A, B; did you mean X?' (else '; add it under datasets:'): every name and
     the closest."""
     near = difflib.get_close_matches(str(name), list(names), n=1)
     return (f", which has {', '.join(map(str, names))}" if names else ", which is empty") + \
-        (f"; did you mean {near[0]!r}?" if near else "; add it there")
+        (f"; did you mean {near[0]!r}?" if near else "; add it under datasets:")
 
 
 def location_errors(name: str, spec: dict) -> list[str]:
