@@ -54,8 +54,8 @@ def schema_errors(data: dict, name: str = "") -> list[str]:
             f"{_claim_key(data, (*path[:-1], meant), prefix)}?" for path, meant in typos.items()]
     msgs += [f"config key {_claim_key(data, e.absolute_path, prefix) or '(top level)'}: "
              + (no_study_message(data) if not name and _is_no_study(e) else e.message)
-             for e in errors if not (e.validator == "additionalProperties" and typos
-                                     and set(_unknown(e)) <= {p[-1] for p in typos})]
+             for e in errors if not (_unknown(e) and {(*e.absolute_path, k)
+                                                      for k in _unknown(e)} <= typos.keys())]
     if not name and any(not e.absolute_path and e.validator in TOP_LEVEL_GAPS for e in errors):
         msgs.append(STACK_HINT)
     return msgs
@@ -106,7 +106,10 @@ def nested_keys(root: dict, node: dict | None = None, prefix: str = "",
 
 
 def _explained_by(error, typos: dict) -> bool:
-    """Whether a missing-key error names the key a typo meant, at the typo's level."""
+    """Whether a missing-key error names the key a typo meant, at the typo's level (one of
+    anyOf's alternatives: `recipe:` for `recipes:` is not a config of neither study)."""
+    if error.validator == "anyOf":
+        return any(_explained_by(e, typos) for e in error.context)
     if error.validator not in ("required", "dependentRequired"):
         return False
     path = tuple(error.absolute_path)

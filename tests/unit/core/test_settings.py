@@ -182,3 +182,17 @@ def test_rerun_params_name_the_part_that_changed_and_change_with_any_part():
     assert changed(lambda d: d["settings"]["datasets.d"].update(max_docs=31))
     assert changed(lambda d: d.pop("nboot"))
     assert not changed(lambda d: None)
+
+
+def test_a_misspelt_study_key_is_named_without_the_stack_hint():
+    """`recipe:` for `recipes:` leaves the config with neither study: the typo explains it."""
+    from workflow_scripts.study_config import check_config
+
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    config.pop("ladder")
+    config["claims"] = []
+    config["recipe"] = config.pop("recipes")
+    with pytest.raises(ValueError) as e:
+        check_config(config)
+    assert str(e.value).splitlines()[1:] == [
+        "  config key recipe: unknown key; did you mean recipes?"]
