@@ -10,6 +10,7 @@ min_version("9.0")
 sys.path.insert(0, workflow.basedir)
 from workflow_scripts.core import runlock
 from workflow_scripts.core.configcheck import typed_overrides
+from workflow_scripts.core.paths import elsewhere_note
 from workflow_scripts.study_config import (
     check_config,
     configfile_study,
@@ -46,6 +47,11 @@ PATHS = PLAN.paths
 # building its DAG meanwhile reads the files the first's jobs replace. So one run per study,
 # refused here.
 if workflow.is_main_process:
+    # `-s clone/Snakefile` from another folder starts a fresh study there: said.
+    if _note := elsewhere_note(
+        os.getcwd(), workflow.basedir, bool(workflow.overwrite_workdir)
+    ):
+        print(_note, file=sys.stderr)
     try:
         runlock.take(sys.argv, PATHS.name)
     except runlock.RunLocked as e:

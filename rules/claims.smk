@@ -10,7 +10,10 @@ from workflow_scripts.claims.layout import input_files as claim_inputs
 
 CLAIM_GRID = claim_spec.Grid.from_dict(PLAN.claims_grid())
 CLAIMS = claim_spec.parse(config["claims"], CLAIM_GRID)
-# The grid as the claims rule's param, with only the settings some claim reads.
+# The claims' settings and their grid (with only the settings some claim reads), the
+# arguments of the claims jobs. Their params are the two part by part (a digest per claim):
+# a job reruns when either changes, and the rerun reason names the part, not the documents.
+CLAIM_SETTINGS_JSON = settings_json("Claims")
 CLAIM_GRID_JSON = json.dumps(
     {
         **CLAIM_GRID.to_dict(),
@@ -18,6 +21,10 @@ CLAIM_GRID_JSON = json.dumps(
     },
     sort_keys=True,
 )
+CLAIM_PARAMS = {
+    **stage_settings.rerun_params("settings", json.loads(CLAIM_SETTINGS_JSON)),
+    **stage_settings.rerun_params("grid", json.loads(CLAIM_GRID_JSON)),
+}
 # Claims follow the grid: one naming what an edited grid lacks is not-applicable, said here.
 for _warning in claim_spec.not_applicable_warnings(CLAIMS):
     print(_warning, file=sys.stderr)
@@ -59,12 +66,11 @@ rule claims:
     conda:
         CONDA_ENV
     params:
-        settings=settings_json("Claims"),
-        grid=CLAIM_GRID_JSON,
+        **CLAIM_PARAMS,
         looks=lambda wc, input: option("--looks", input.looks),
     shell:
         run_stage(
-            "claims --settings-json {params.settings:q} --grid-json {params.grid:q}"
+            "claims --settings-json {CLAIM_SETTINGS_JSON:q} --grid-json {CLAIM_GRID_JSON:q}"
             f" --results {PATHS.results} --table {{output.table}} --markdown {{output.md}}"
             " {params.looks} --threads {threads}",
         )

@@ -139,6 +139,7 @@ ONSTART = []
 
 
 onstart:
+    launch.note_interrupts()
     for hook in ONSTART:
         hook()
     jobs = [
@@ -166,3 +167,5 @@ onsuccess:
 onerror:
     for server in PRELOAD:
         server.stop()
+    if launch.INTERRUPTED:
+        print(launch.RESUME_NOTE, file=sys.stderr)

@@ -58,14 +58,13 @@ checkpoint claims_look:
     conda:
         CONDA_ENV
     params:
-        settings=settings_json("Claims"),
-        grid=CLAIM_GRID_JSON,
+        **CLAIM_PARAMS,
         adaptive=settings_json("Looks"),
         # Until look k-1 is read (a first pass, look k a target of all), no named inputs.
         previous=lambda wc, input: option("--previous", getattr(input, "previous", [])),
     shell:
         run_stage(
-            "claims.looks --settings-json {params.settings:q} --grid-json {params.grid:q}"
+            "claims.looks --settings-json {CLAIM_SETTINGS_JSON:q} --grid-json {CLAIM_GRID_JSON:q}"
             " --adaptive-json {params.adaptive:q} --look {wildcards.k} {params.previous}"
             f" --results {PATHS.results} --out {{output}} --threads {{threads}}",
         )

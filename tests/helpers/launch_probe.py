@@ -1,6 +1,6 @@
 """A stage stand-in for tests/unit/core/test_launch.py: prints its argv, cwd and an env var,
 computes a seeded torch step (bytes to compare), then exits as asked: a code, an exception, a
-signal, or a sleep (writing its pid first)."""
+Ctrl-C, a signal, or a sleep (writing its pid first)."""
 
 import os
 import signal
@@ -26,6 +26,8 @@ elif what == "busy":
         pass
 elif what == "raise":
     raise RuntimeError("probe failed")
+elif what == "interrupt":  # as Ctrl-C does
+    raise KeyboardInterrupt
 elif what == "kill":
     os.kill(os.getpid(), signal.SIGKILL)
 elif what == "sleep":

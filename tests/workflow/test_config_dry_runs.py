@@ -62,10 +62,17 @@ def _set(cfg, path, value):
 
 @pytest.mark.parametrize(("path", "value", "message"), [
     (["depths"], [1, "two"], "config key depths[1]: 'two' is not of type 'integer'"),
-    (["recipes", "short", "stepz"], 3, "config key recipes.short: Additional properties"),
+    (["recipes", "short", "stepz"], 3,
+     "config key recipes.short.stepz: unknown key; did you mean recipes.short.steps?"),
+    (["nboot"], 3, "config key nboot: unknown key; did you mean stats.nboot?"),
     (["frobnicate"], 1, "'frobnicate' was unexpected"),
     (["recipes", "long", "lr"], "fast", "config key recipes.long.lr: 'fast' is not of type"),
-    (["benchmarks"], ["nope"], "config key benchmarks[0]: 'nope' is not in the datasets"),
+    (["benchmarks"], ["nope"], "config key benchmarks[0]: 'nope' is not in the datasets "
+     "registry (datasets:), which has numpy-scipy-docs, pandas-docs, torch-docs, sklearn-docs; "
+     "add it under datasets:"),
+    (["benchmarks"], ["pandas-doc"], "'pandas-doc' is not in the datasets registry (datasets:), "
+     "which has numpy-scipy-docs, pandas-docs, torch-docs, sklearn-docs; did you mean "
+     "'pandas-docs'?"),
     (["ladder", "seeds"], "42", "config key ladder.seeds: '42' is not of type 'array'"),
     (["recipes", "long", "eval_steps"], [12, 6],
      "config key recipes.long.eval_steps[1]: 6 does not follow 12; the steps must increase"),
@@ -105,6 +112,21 @@ def test_a_file_of_overrides_alone_says_the_default_was_replaced(tmp_path):
     assert "replaces the default config/config.yaml" in out
     assert "--configfile config/config.yaml YOURS.yaml" in out
     assert "is not valid under any of the given schemas" not in out
+
+
+def test_a_top_level_typo_names_the_key_it_meant(tmp_path):
+    """`depth:` for `depths:`: the key it meant, not jsonschema's "'depths' is a dependency of
+    'recipes'" nor the hint for a file of overrides given alone."""
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    cfg["depth"] = cfg.pop("depths")
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(yaml.safe_dump(cfg))
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(typo), check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "config key depth: unknown key; did you mean depths?" in out
+    assert "dependency" not in out and "replaces the default" not in out
+    assert "Traceback" not in out
 
 
 def test_config_key_value_types_list_and_nested_values(tmp_path):

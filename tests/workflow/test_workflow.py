@@ -405,6 +405,9 @@ def test_edited_claim_reruns_only_the_claims_their_figure_and_the_report(tiny_ru
                          lambda conf: conf["claims"][1].update(threshold=0.01))
     assert {rule for rule, _, _ in planned_jobs(edited)} == {  # usage: the claims' benchmarks
         "claims", "claims_figure", "usage", "report", "all"}
+    # The rerun reason names the claim edited, not the claims' whole settings
+    reason = next(r for rule, r, _ in planned_jobs(edited) if rule == "claims")
+    assert "'settings.claims[1]:per-depth-beats-train-once " in reason and len(reason) < 300
 
 
 def test_a_claim_edited_after_its_data_is_post_hoc(tiny_run_copy):

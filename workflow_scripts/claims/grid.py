@@ -45,6 +45,10 @@ class ClaimError(ValueError):
     """A claim the config cannot decide; the message names the claim id and key."""
 
 
+class BeyondModel(ClaimError):
+    """A claim depth deeper than the base model: no edit of the grid can give it."""
+
+
 @dataclass(frozen=True)
 class Grid:
     """What a config can show: arms per study (dicts over the study's axes), benchmarks,
@@ -194,6 +198,8 @@ def expand(selector: dict, context: dict, arms: tuple[dict, ...], axes: tuple[st
             here = [a for a in arms if all(a[k] == v for k, v in fixed.items())]
             present = _order(a[axis] for a in here)
             if axis in spec:
+                if axis == "depth" and scope == IN_ANY:
+                    _within_model(spec[axis], present, f"{where}.{axis}")
                 values = pick(spec[axis], present, f"{where}.{axis}", scope)
             elif open_ok:
                 nxt.append(fixed)
@@ -209,6 +215,17 @@ def expand(selector: dict, context: dict, arms: tuple[dict, ...], axes: tuple[st
             nxt += [{**fixed, axis: v} for v in values]
         out = nxt
     return out
+
+
+def _within_model(spec: Any, depths: list, where: str) -> None:
+    """Raise BeyondModel for a named depth past the deepest one an edit could give (the base
+    model's layers, `possible`)."""
+    deepest = max(depths, default=0)
+    beyond = [d for d in (spec if isinstance(spec, list) else [spec])
+              if isinstance(d, int) and deepest and d > deepest]
+    if beyond:
+        raise BeyondModel(f"{where}: {beyond[0]} is beyond the base model's {deepest} layers; "
+                          f"a claim's depths are 1 to {deepest}")
 
 
 def _implied_strategy(present: list) -> list:

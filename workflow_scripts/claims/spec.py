@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from workflow_scripts.claims.grid import (
     IN_CONFIG,
     STUDY_AXES,
+    BeyondModel,
     ClaimError,
     Grid,
     arm_key,
@@ -352,7 +353,8 @@ def _check_possible(part: dict, claim_id: str, index: int, wider: Grid, where: s
     try:
         members_of(part, claim_id, index, wider, where)
     except ClaimError as error:
-        raise (gap if _key_of(gap) == _key_of(error) else error) from None
+        same = _key_of(gap) == _key_of(error) and not isinstance(error, BeyondModel)
+        raise (gap if same else error) from None
 
 
 def _key_of(error: ClaimError) -> str:

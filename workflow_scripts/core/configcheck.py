@@ -10,14 +10,16 @@ jsonschema and yaml only, so `snakemake -n` stays fast.
 from __future__ import annotations
 
 import copy
+import difflib
 import math
+import re
 from collections.abc import Callable, Iterable
 
 import jsonschema
 
 from workflow_scripts.core.contracts import PER_DEPTH_REFERENCE
 from workflow_scripts.core.recipe_loss import fixed_layer_errors, loss_errors
-from workflow_scripts.core.settings import SCHEMA_FILES, schema
+from workflow_scripts.core.settings import SCHEMA_FILES, resolve_ref, schema
 
 # Keys each data source needs, as a training set and as a benchmark. The BEIR sources need
 # url and md5, or path (location_errors).
@@ -41,16 +43,81 @@ def _key(path) -> str:
 
 
 def schema_errors(data: dict, name: str = "") -> list[str]:
-    """Every schema violation as 'config key K: message', most specific first."""
+    """Every schema violation as 'config key K: message', most specific first. An unknown key
+    near a known one is named as a typo, with the key it meant; the errors that typo explains
+    (the meant key missing) are left out."""
     validator = jsonschema.Draft202012Validator(schema(name))
     errors = sorted(validator.iter_errors(data), key=lambda e: (-len(e.absolute_path), e.message))
     prefix = [name] if name else []
-    msgs = [f"config key {_claim_key(data, e.absolute_path, prefix) or '(top level)'}: "
-            + (no_study_message(data) if not name and _is_no_study(e) else e.message)
-            for e in errors]
+    typos = {(*e.absolute_path, key): meant for e in errors
+             for key, meant in misspelt_keys(e, schema(name)).items()}
+    errors = [e for e in errors if not _explained_by(e, typos)]
+    msgs = [f"config key {_claim_key(data, path, prefix)}: unknown key; did you mean "
+            f"{_claim_key(data, (*path[:-1], meant), prefix)}?" for path, meant in typos.items()]
+    msgs += [f"config key {_claim_key(data, e.absolute_path, prefix) or '(top level)'}: "
+             + (no_study_message(data) if not name and _is_no_study(e) else e.message)
+             for e in errors if not (_unknown(e) and {(*e.absolute_path, k)
+                                                      for k in _unknown(e)} <= typos.keys())]
     if not name and any(not e.absolute_path and e.validator in TOP_LEVEL_GAPS for e in errors):
         msgs.append(STACK_HINT)
     return msgs
+
+
+def _unknown(error) -> list[str]:
+    """The keys an `additionalProperties: false` error found unexpected."""
+    if error.validator != "additionalProperties" or error.validator_value is not False:
+        return []
+    known = error.schema.get("properties", {})
+    patterns = error.schema.get("patternProperties", {})
+    return [k for k in error.instance if k not in known
+            and not any(re.search(p, str(k)) for p in patterns)]
+
+
+def misspelt_keys(error, root: dict) -> dict[str, str]:
+    """Unknown key -> the key it most likely meant: the nearest key at its own level, else
+    (an unknown top-level key) a close key nested anywhere, as its dotted path."""
+    out = {}
+    here = list(error.schema.get("properties", {}))
+    for key in _unknown(error):
+        near = difflib.get_close_matches(str(key), here, n=1)
+        if not near and not error.absolute_path:
+            nested = {path.rsplit(".", 1)[-1]: path for path in nested_keys(root)}
+            near = [nested[k] for k in difflib.get_close_matches(str(key), list(nested), n=1,
+                                                                cutoff=0.8)]
+        if near:
+            out[key] = near[0]
+    return out
+
+
+def nested_keys(root: dict, node: dict | None = None, prefix: str = "",
+                depth: int = 3) -> list[str]:
+    """The dotted paths of the keys a schema names below its top level (`*` for a mapping's
+    entries), to `depth` levels."""
+    node = resolve_ref(root if node is None else node, root)
+    out = []
+    for key, sub in node.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        if prefix:
+            out.append(path)
+        if depth > 1 and isinstance(sub, dict):
+            out += nested_keys(root, sub, f"{path}.", depth - 1)
+            entries = resolve_ref(sub, root).get("additionalProperties")
+            if isinstance(entries, dict):
+                out += nested_keys(root, entries, f"{path}.*.", depth - 1)
+    return out
+
+
+def _explained_by(error, typos: dict) -> bool:
+    """Whether a missing-key error names the key a typo meant, at the typo's level (one of
+    anyOf's alternatives: `recipe:` for `recipes:` is not a config of neither study)."""
+    if error.validator == "anyOf":
+        return any(_explained_by(e, typos) for e in error.context)
+    if error.validator not in ("required", "dependentRequired"):
+        return False
+    path = tuple(error.absolute_path)
+    meant = {m for p, m in typos.items() if p[:-1] == path}
+    missing = re.findall(r"'([^']+)' is a (?:required property|dependency)", error.message)
+    return bool(missing) and set(missing) <= meant
 
 
 def _claim_key(data: dict, path, prefix: list) -> str:
@@ -113,7 +180,8 @@ def cross_errors(config: dict) -> list[str]:
         (f"benchmarks[{i}]", b, "benchmark") for i, b in enumerate(config["benchmarks"])]
     for key, name, role in roles:
         if name not in datasets:
-            msgs.append(f"config key {key}: {name!r} is not in the datasets registry (datasets:)")
+            msgs.append(f"config key {key}: {name!r} is not in the datasets registry "
+                        f"(datasets:){_datasets_hint(name, datasets)}")
             continue
         source = datasets[name]["source"]
         if (source, role) not in SOURCE_NEEDS:
@@ -127,6 +195,14 @@ def cross_errors(config: dict) -> list[str]:
         if r not in config["recipes"]:
             msgs.append(f"config key figures.budget_pair[{i}]: {r!r} is not a recipe")
     return msgs
+
+
+def _datasets_hint(name: str, names) -> str:
+    """', which has A, B; did you mean X?' (else '; add it under datasets:'): every name and
+    the closest."""
+    near = difflib.get_close_matches(str(name), list(names), n=1)
+    return (f", which has {', '.join(map(str, names))}" if names else ", which is empty") + \
+        (f"; did you mean {near[0]!r}?" if near else "; add it under datasets:")
 
 
 def location_errors(name: str, spec: dict) -> list[str]:

@@ -20,7 +20,9 @@ variables at import, so the server is started with the jobs' environment; each s
 torch's threads itself (core/runtime.set_threads). A server named by DEPTHLAB_PRELOAD before
 Snakemake starts serves its run instead of a new one (tests/conftest.py starts one per test
 process, with the environment it gives Snakemake). Without a server (a cluster job, preload
-off, or a server that is gone) the stage runs as a fresh `python -m MODULE` child.
+off, or a server that is gone) the stage runs in a fresh child (`launch stage MODULE ARGS`,
+as `python -m MODULE`). Either way a Ctrl-C ends the stage with one line in its log, not a
+traceback, and the run's onerror (rules/common.smk) says that a rerun resumes.
 
 A job dies with its client: in preloaded mode the supervisor process that waits for the job
 sees the client's connection close and ends the job; a fresh child gets SIGTERM when the
@@ -98,8 +100,8 @@ def _die_with_parent() -> None:
 
 
 def _fresh(argv: list[str], log_fd: int) -> dict:
-    child = subprocess.Popen([sys.executable, "-m", *argv], stdout=log_fd, stderr=log_fd,
-                             preexec_fn=_die_with_parent)
+    child = subprocess.Popen([sys.executable, "-m", "workflow_scripts.core.launch", "stage",
+                              *argv], stdout=log_fd, stderr=log_fd, preexec_fn=_die_with_parent)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda s, _f: child.send_signal(s))
     _, status, rusage = os.wait4(child.pid, 0)
@@ -136,6 +138,28 @@ def run(argv: list[str], log: str, outputs: list[str], preloaded: bool) -> int:
     return result["exit"]
 
 
+# ---- Ctrl-C of a run -------------------------------------------------------------------------
+INTERRUPTED: list[int] = []
+RESUME_NOTE = ("depthlab: interrupted (Ctrl-C). Run the same command again to resume: finished "
+               "jobs are kept, and a training continues from its last checkpoint (recipe key "
+               "checkpoint_every; without one it starts over)")
+
+
+def note_interrupts() -> None:
+    """Remember a Ctrl-C (SIGINT) of this process, Snakemake's, in INTERRUPTED, then handle it
+    as before (Snakemake stops its jobs on the KeyboardInterrupt), so that the run's onerror
+    can say RESUME_NOTE. A run that ignores SIGINT (started in the background) keeps it so."""
+    before = signal.getsignal(signal.SIGINT)
+    if not callable(before):
+        return
+
+    def noted(signum, frame):
+        INTERRUPTED.append(signum)
+        before(signum, frame)
+
+    signal.signal(signal.SIGINT, noted)
+
+
 # ---- the server ------------------------------------------------------------------------------
 def _run_job(request: dict, fds: list[int]) -> None:
     """In the forked job process: become the client's process, run the module, exit."""
@@ -156,30 +180,48 @@ def _run_job(request: dict, fds: list[int]) -> None:
     sys.path[:] = [request["cwd"], *extra, *[p for p in sys.path[1:] if p not in extra]]
     if "numpy" in sys.modules:  # a fork copies numpy's global generator (random reseeds)
         sys.modules["numpy"].random.seed()
-    module, *args = request["argv"]
+    _end(*run_stage(request["argv"]), os._exit)  # never the server's frames
+
+
+def run_stage(argv: list[str]) -> tuple[int, int | None]:
+    """Run MODULE ARGS as `python -m` would, in this process: (exit status, signal to die
+    of). A Ctrl-C ends it with one line, not a traceback, and it dies of SIGINT as python
+    does."""
+    module, *args = argv
     sys.argv = [module, *args]
-    code = 0
     try:
         import runpy
 
         runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C (the launcher's) waits
+        print(f"{module}: interrupted (Ctrl-C)", file=sys.stderr)
+        return 1, signal.SIGINT
     except SystemExit as e:
         if isinstance(e.code, str):
             print(e.code, file=sys.stderr)
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        return (e.code if isinstance(e.code, int) else (0 if e.code is None else 1)), None
     except BaseException:  # as a fresh interpreter: the traceback, status 1
         import traceback
 
         traceback.print_exc()
-        code = 1
-    # As multiprocessing's fork children end: flush, and never run the server's frames.
+        return 1, None
+    return 0, None
+
+
+def _end(code: int, died_of: int | None, exit_with) -> None:
+    """Flush, then die of `died_of` or exit with `code` (os._exit in a forked job: as
+    multiprocessing's fork children end)."""
     import logging
 
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    os._exit(code)
+    if died_of:
+        signal.signal(died_of, signal.SIG_DFL)
+        os.kill(os.getpid(), died_of)
+    exit_with(code)
 
 
 def _supervise(conn: socket.socket) -> None:
@@ -297,6 +339,8 @@ def start_server(preload: list[str], log: str | None = None,
 
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["stage"]:  # a fresh job's process (_fresh)
+        _end(*run_stage(argv[1:]), sys.exit)
     if argv[:1] == ["serve"]:
         ap = argparse.ArgumentParser(prog="launch serve")
         ap.add_argument("--socket", required=True)

@@ -22,6 +22,22 @@ LOGS_ROOT = "logs"
 # A study's name is a folder name under each root (config/schema.yaml holds the same pattern).
 STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
+
+
+def elsewhere_note(workdir, clone, directory_given: bool) -> str | None:
+    """The line a run says where it writes when `-s clone/Snakefile` runs it from another
+    folder that holds no study yet (it starts a fresh one there, not the clone's); None
+    where the folder is the clone, holds a study, or was named with --directory (chosen, not
+    stumbled into)."""
+    workdir, clone = Path(workdir).resolve(), Path(clone).resolve()
+    if workdir == clone or directory_given or any(
+            (workdir / root).exists() for root in (RESULTS_ROOT, CHECKPOINTS_ROOT, LOGS_ROOT)):
+        return None
+    return (f"depthlab: {RESULTS_ROOT}/, {CHECKPOINTS_ROOT}/ and {LOGS_ROOT}/ go under "
+            f"{workdir} (not the clone {clone}, whose Snakefile runs); to continue the "
+            f"clone's study, pass --directory {clone}")
+
+
 # ---- shared by every study (relative to the working directory) ------------------------------
 # Data (docs/evaluation.md): BEIR-format benchmarks and the training triples.
 BEIR_DIR = "data/beir/{benchmark}"

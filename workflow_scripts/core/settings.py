@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -57,7 +58,8 @@ def schema(name: str = "") -> dict:
     return yaml.load(SCHEMA_FILES[name].read_text(encoding="utf-8"), Loader=loader)
 
 
-def _resolve(node: dict, root: dict) -> dict:
+def resolve_ref(node: dict, root: dict) -> dict:
+    """A schema node with its `$ref` (to the root's $defs) followed."""
     while "$ref" in node:
         ref = node["$ref"]
         node = {**root["$defs"][ref.rsplit("/", 1)[1]], **{k: v for k, v in node.items()
@@ -75,7 +77,7 @@ def schema_node(key: str) -> tuple[dict, bool]:
     root = schema(name)
     node, required = root, False
     for part in parts[1:] if name else parts:
-        node = _resolve(node, root)
+        node = resolve_ref(node, root)
         if part == "*":
             node, required = node["additionalProperties"], True
             continue
@@ -85,7 +87,7 @@ def schema_node(key: str) -> tuple[dict, bool]:
         required = part in node.get("required", ()) or any(
             part in keys for keys in node.get("dependentRequired", {}).values())
         node = props[part]
-    return _resolve(node, root), required
+    return resolve_ref(node, root), required
 
 
 def setting(key: str):
@@ -167,6 +169,31 @@ class Settings:
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+def rerun_params(name: str, document: dict, depth: int = 2) -> dict[str, str]:
+    """A JSON document as Snakemake params, one per part, so that a job reruns exactly when
+    the document changes and Snakemake's rerun reason (every param that changed, before and
+    now) names the part, not the whole document: `{name}0` -> 'name.key value', the value
+    itself where short, else a digest of it; parts to `depth` levels of mappings, and a list
+    of mappings with ids entry by entry ('claims[0]:an-id')."""
+    parts = []
+
+    def walk(label, value, depth):
+        if depth and isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{label}.{k}", v, depth - 1)
+        elif depth and isinstance(value, list) and value and all(
+                isinstance(x, dict) and "id" in x for x in value):
+            for i, x in enumerate(value):
+                walk(f"{label}[{i}]:{x['id']}", x, 0)
+        else:
+            text = json.dumps(value, sort_keys=True)
+            short = text if len(text) <= 40 else hashlib.sha256(text.encode()).hexdigest()[:12]
+            parts.append(f"{label} {short}")
+
+    walk(name, document, depth)
+    return {f"{name}{i}": part for i, part in enumerate(parts)}
 
 
 class _Missing:

@@ -172,7 +172,8 @@ def test_a_claim_on_a_study_the_config_lacks_is_not_applicable():
                              "needs the margin ε"),
     ({"for_each": {"depth": {"min": 9}}}, "claims[1] (id long-degrades).for_each: the family is "
                                           "empty"),
-    ({"a": {"recipe": "short", "depth": 7}}, "claims[1] (id long-degrades).a.depth: 7 is not"),
+    ({"a": {"recipe": "short", "depth": 7}}, "claims[1] (id long-degrades).a.depth: 7 is beyond "
+                                             "the base model's 6 layers"),
     # a schema error inside a claim names the claim too, without the schemas' preamble
     ({"test": "sideways"}, "claims[1] (id long-degrades).test: 'sideways' is not one of"),
 ])

@@ -83,7 +83,10 @@ def test_a_strategy_named_but_dropped_is_not_applicable():
     ("per-depth-beats-train-once", {"a": {"recipe": "short", "strategy": "adaptve"}},
      "a.strategy: 'adaptve' is not in this config"),
     # a depth beyond the base model's 6 layers, a rung beyond L, a benchmark not a dataset
-    ("long-degrades", {"a": {"recipe": "short", "depth": 7}}, "a.depth: 7 is not"),
+    ("long-degrades", {"a": {"recipe": "short", "depth": 7}},
+     "a.depth: 7 is beyond the base model's 6 layers; a claim's depths are 1 to 6"),
+    ("long-degrades", {"for_each": {"depth": [2, 9]}},
+     "for_each.depth: 9 is beyond the base model's 6 layers"),
     ("fa-no-depth-utility", {"b": {"config": "d64L2", "method": "fa", "k": 3}},
      "b.k: 3 is not"),
     ("degradation-concentrated", {"benchmark": "fiqa"}, "benchmark: 'fiqa' is not"),

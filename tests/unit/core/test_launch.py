@@ -74,6 +74,16 @@ def test_a_job_killed_by_a_signal_kills_its_client(tmp_path, server):
         assert _launch(tmp_path, "kill", server=srv).returncode == -signal.SIGKILL
 
 
+def test_a_ctrl_c_ends_the_stage_with_one_line_and_kills_its_client(tmp_path, server):
+    """No KeyboardInterrupt traceback in the job's log (Snakemake shows it): one line, and the
+    launcher dies of SIGINT, as python does."""
+    for mode, srv in (("fresh", None), ("preloaded", server)):
+        assert _launch(tmp_path, "interrupt", server=srv, name=mode).returncode == -signal.SIGINT
+        log = (tmp_path / f"logs/{mode}.log").read_text()
+        assert log.splitlines()[-1] == "launch_probe: interrupted (Ctrl-C)"
+        assert "Traceback" not in log
+
+
 def test_a_killed_client_ends_its_job(tmp_path, server):
     client = _launch(tmp_path, "sleep", "pid.txt", server=server, wait=False)
     pid_file = tmp_path / "pid.txt"

@@ -19,7 +19,7 @@ NEEDED_PER_SOURCE = {f"datasets.*.{k}" for keys in SOURCE_NEEDS.values() for k i
 
 def _leaves(node: dict, root: dict, prefix: str = "") -> set[str]:
     """Dotted keys of the schema's leaf settings (`*` for a mapping's entries)."""
-    node = settings._resolve(node, root)
+    node = settings.resolve_ref(node, root)
     if "properties" in node:
         return {leaf for name, sub in node["properties"].items()
                 for leaf in _leaves(sub, root, f"{prefix}{name}.")}
@@ -157,3 +157,42 @@ def test_a_config_of_overrides_alone_is_told_to_stack_on_the_default():
     assert "replaces the default config/config.yaml" in text and "--configfile config/" \
            "config.yaml YOURS.yaml" in text and "--config config/config.yaml YOURS.yaml" in text
     assert "not valid under any of the given schemas" not in text
+
+
+def test_rerun_params_name_the_part_that_changed_and_change_with_any_part():
+    from workflow_scripts.core.settings import rerun_params
+
+    doc = {"nboot": 200, "claims": [{"id": "a", "test": "greater", "statement": "x" * 60},
+                                    {"id": "b", "test": "less"}],
+           "settings": {"stats.ci": 0.95, "datasets.d": {"max_docs": 30}}}
+    params = rerun_params("settings", doc)
+    assert set(params.values()) >= {"settings.nboot 200", "settings.settings.stats.ci 0.95"}
+    assert any(v.startswith("settings.claims[0]:a ") and len(v) < 40 for v in params.values())
+    assert all(k.isidentifier() for k in params)
+
+    def changed(edit):
+        other = json.loads(json.dumps(doc))
+        edit(other)
+        return set(rerun_params("settings", doc).values()) ^ set(
+            rerun_params("settings", other).values())
+
+    one_char = changed(lambda d: d["claims"][1].update(test="lesss"))
+    assert {v.split()[0] for v in one_char} == {"settings.claims[1]:b"}
+    assert changed(lambda d: d["claims"].reverse())  # the table follows the claims' order
+    assert changed(lambda d: d["settings"]["datasets.d"].update(max_docs=31))
+    assert changed(lambda d: d.pop("nboot"))
+    assert not changed(lambda d: None)
+
+
+def test_a_misspelt_study_key_is_named_without_the_stack_hint():
+    """`recipe:` for `recipes:` leaves the config with neither study: the typo explains it."""
+    from workflow_scripts.study_config import check_config
+
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    config.pop("ladder")
+    config["claims"] = []
+    config["recipe"] = config.pop("recipes")
+    with pytest.raises(ValueError) as e:
+        check_config(config)
+    assert str(e.value).splitlines()[1:] == [
+        "  config key recipe: unknown key; did you mean recipes?"]
