@@ -70,8 +70,9 @@ rule claims:
         looks=lambda wc, input: option("--looks", input.looks),
     shell:
         run_stage(
-            "claims --settings-json {CLAIM_SETTINGS_JSON:q} --grid-json {CLAIM_GRID_JSON:q}"
-            f" --results {PATHS.results} --table {{output.table}} --markdown {{output.md}}"
+            f"claims --settings-json {literal(CLAIM_SETTINGS_JSON)}"
+            f" --grid-json {literal(CLAIM_GRID_JSON)} --results {PATHS.results}"
+            " --table {output.table} --markdown {output.md}"
             " {params.looks} --threads {threads}",
         )
 

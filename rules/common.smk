@@ -67,6 +67,12 @@ def all_cores():
         return 1
 
 
+def literal(text):
+    """`text` as one shell word of a rule's shell command, fixed when the Snakefile is read:
+    quoted, its braces doubled so that Snakemake's formatting leaves them as they are."""
+    return shlex.quote(text).replace("{", "{{").replace("}", "}}")
+
+
 def run_stage(stage, preloaded=False):
     """The shell command of a job: `stage` (a workflow_scripts module and its arguments)
     through the launcher."""

@@ -64,7 +64,8 @@ checkpoint claims_look:
         previous=lambda wc, input: option("--previous", getattr(input, "previous", [])),
     shell:
         run_stage(
-            "claims.looks --settings-json {CLAIM_SETTINGS_JSON:q} --grid-json {CLAIM_GRID_JSON:q}"
+            f"claims.looks --settings-json {literal(CLAIM_SETTINGS_JSON)}"
+            f" --grid-json {literal(CLAIM_GRID_JSON)}"
             " --adaptive-json {params.adaptive:q} --look {wildcards.k} {params.previous}"
             f" --results {PATHS.results} --out {{output}} --threads {{threads}}",
         )

@@ -28,6 +28,8 @@ SLURM_RULES = ("train", "evaluate_trained", "evaluate_base", "evaluate_base_one_
                "evaluate_truncated", "evaluate_truncated_one_pass", "latency_run")
 # The fine-tuned-then-truncated arm of each layer-dropping strategy (a recipe's deepest
 # per-depth model cut to the shallower depths; no training of its own).
+# An evaluation's files: its per-query file, its TREC run and the run's sidecar.
+EVAL_SUFFIXES = (".parquet", ".run.gz", ".run.json")
 TRUNCATED = {"top": "truncated", "bottom": "truncatedbottom", "alternate": "truncatedalternate"}
 
 
@@ -209,7 +211,8 @@ def truncated_models(cfg: dict) -> list[tuple]:
 
 def slurm_outputs(cfg: dict) -> set[str]:
     """Every file that the SLURM rules write for a config: an evaluation also at each of
-    eval.dims (a dim<N>/ folder beside it)."""
+    eval.dims (a dim<N>/ folder beside it), and beside each of those files (not the
+    learning-curve snapshots') its TREC run and the run's sidecar."""
     deepest = max(cfg["depths"])
     shallower = sorted(set(cfg["depths"]))[:-1]
     models = per_depth_models(cfg) + [(r, s, deepest, seed)
@@ -223,10 +226,10 @@ def slurm_outputs(cfg: dict) -> set[str]:
     return (
         {f"checkpoints/default/{r}/{s}{d}/seed{seed}/{f}" for r, s, d, seed in models
          for f in ("model.safetensors", "train_summary.json")}
-        | {f"results/default/eval/{r}/{s}{d}/seed{seed}/{f}{b}.parquet" for r, s, d, seed in arms
-           for f in folders for b in cfg["benchmarks"]}
-        | {f"results/default/eval/base/{s}{d}/{f}{b}.parquet" for s, d in bases
-           for f in folders for b in cfg["benchmarks"]}
+        | {f"results/default/eval/{r}/{s}{d}/seed{seed}/{f}{b}{x}" for r, s, d, seed in arms
+           for f in folders for b in cfg["benchmarks"] for x in EVAL_SUFFIXES}
+        | {f"results/default/eval/base/{s}{d}/{f}{b}{x}" for s, d in bases
+           for f in folders for b in cfg["benchmarks"] for x in EVAL_SUFFIXES}
         | {f"results/default/latency/run{r}.parquet" for r in range(cfg["latency"]["runs"])}
         | {f"checkpoints/default/{r}/{s}{d}/seed{seed}/steps/step{n}/model.safetensors"
            for r, s, d, seed in models for n in snapshot_steps(cfg["recipes"][r])}
