@@ -56,8 +56,8 @@ def test_slurm_profile_plans_the_paper_with_gpus_and_evaluation_groups(tmp_path,
 def test_slurm_profile_names_only_existing_rules():
     prof = yaml.safe_load((ROOT / "profiles/slurm/profile.yaml").read_text())
     text = "".join(p.read_text() for p in (ROOT / "rules").glob("*.smk"))
-    rules = {a or b for a, b in re.findall(r"^(?:rule (\w+):|use rule \w+ as (\w+))", text,
-                                           re.M)}
+    rules = {a or b for a, b in re.findall(r"^\s*(?:rule (\w+):|use rule \w+ as (\w+))",
+                                           text, re.M)}
     named = set(prof["set-resources"]) | set(prof["set-threads"]) | set(prof["groups"])
     assert named <= rules, named - rules
 
@@ -68,11 +68,12 @@ def test_every_rule_without_a_model_is_a_localrule():
     print which rules are local, hence this reading of the rules (tests/workflow/cluster runs
     them)."""
     text = "".join(p.read_text() for p in sorted((ROOT / "rules").glob("*.smk")))
-    blocks = re.split(r"^(?=rule |use rule )", text, flags=re.M)
+    # A rule may be defined under an `if` (indented): its block starts at its own indent.
+    blocks = re.split(r"^(?=\s*(?:rule |use rule ))", text, flags=re.M)
     local = {}
     for block in blocks:
-        if m := re.match(r"(?:rule (\w+)|use rule \w+ as (\w+) with):", block):
-            local[m[1] or m[2]] = "\n    localrule: True\n" in block
+        if m := re.match(r"\s*(?:rule (\w+)|use rule \w+ as (\w+) with):", block):
+            local[m[1] or m[2]] = re.search(r"\n\s+localrule: True\n", block) is not None
     remote = {name for name, is_local in local.items() if not is_local}
     ladder = {"ladder_prepare", "ladder_train", "ladder_standalone", "ladder_identity"}
     assert remote == GPU_RULES | ladder, remote

@@ -38,7 +38,7 @@ WORKFLOW_KEYS = frozenset({
     "recipes.*.train_once",
     "recipes.*.truncated",
     "datasets.*.source", "datasets.*.url", "datasets.*.md5", "datasets.*.path",
-    "datasets.*.expect_lines",
+    "datasets.*.expect_lines", "datasets.*.repo", "datasets.*.revision", "datasets.*.split",
     "eval.dims", "latency.runs", "latency.threads", "figures.budget_pair",
     "figures.formats", "ladder.dataset.name", "ladder.dataset.url", "ladder.dataset.md5",
     "ladder.configs", "ladder.methods", "ladder.seeds",

@@ -139,9 +139,11 @@ def kill_when(ready, comment_prefix: str, process: str, timeout: float = 300) ->
     # The job's processes on this node (the test cluster's node is this machine).
     pids = subprocess.run(["scontrol", "listpids", ids[0]], capture_output=True, text=True,
                           check=True, timeout=20).stdout.split()
-    # The process running `python -m process`: not the job's shell (the whole command line
-    # is one argument of it) nor the launcher (core/launch.py) waiting on the stage.
-    victims = [int(p) for p in pids if p.isdigit() and _argv(int(p))[1:3] == ["-m", process]]
+    # The process running the stage `process` (core/launch.py starts it as `python -m
+    # workflow_scripts.core.launch stage process ...`): not the job's shell (the whole command
+    # line is one argument of it) nor the launcher waiting on the stage.
+    stage = ["-m", "workflow_scripts.core.launch", "stage", process]
+    victims = [int(p) for p in pids if p.isdigit() and _argv(int(p))[1:5] == stage]
     if len(victims) != 1:
         raise RuntimeError(f"expected one {process!r} process in job {ids[0]}, found {victims}")
     os.kill(victims[0], signal.SIGKILL)

@@ -7,6 +7,7 @@ The check functions are tested without a cluster (last tests).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -79,9 +80,13 @@ def test_every_cluster_job_ran_through_slurm(runs):
 def test_outputs_equal_a_local_run(runs):
     cfg, local, run = runs
     evals = sorted(f for f in slurmrun.slurm_outputs(cfg) if f.startswith("results/default/eval/"))
-    for f in evals:
+    for f in (f for f in evals if f.endswith(".parquet")):
         pd.testing.assert_frame_equal(pd.read_parquet(local / f),
                                       pd.read_parquet(run.workdir / f), obj=f)
+    # The rankings: the same run text (the sidecars name each run's own paths and host)
+    for f in (f for f in evals if f.endswith(".run.gz")):
+        assert (gzip.decompress((local / f).read_bytes())
+                == gzip.decompress((run.workdir / f).read_bytes())), f
     # the stats tables and the learning curves' (the copy's other tables are the 2 seeds')
     stats = sorted(f for t in (*contracts.STATS_TABLES, *contracts.CURVE_TABLES)
                    if (f := local / f"results/default/stats/{t}.parquet").exists())
