@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from crash_injection import Crash, crash_after
 from safetensors.numpy import load_file
+from tiny_triples import write_triples
 
 from workflow_scripts.biencoder import trainer_state
 from workflow_scripts.core.settings import Train
@@ -21,13 +22,7 @@ EVAL_STEPS = (3, 5, 8)
 
 @pytest.fixture(scope="module")
 def triples(tmp_path_factory):
-    words = ["array", "frame", "tensor", "index", "merge", "sparse", "solve", "plot"]
-    rows = [{"query": f"how to {a} a {b}", "positive": f"{a} the {b} with axis {i}",
-             "negative": f"{b} of {a} number {i}"}
-            for i, (a, b) in enumerate((a, b) for a in words for b in words if a != b)]
-    path = tmp_path_factory.mktemp("prov") / "t.parquet"
-    pd.DataFrame(rows[:40]).to_parquet(path)
-    return path
+    return write_triples(tmp_path_factory.mktemp("prov") / "t.parquet")
 
 
 def _kw(tiny_model, triples, **settings):

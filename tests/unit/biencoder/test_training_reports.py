@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
 import pytest
+from tiny_triples import write_triples
 
 from workflow_scripts.biencoder import train
 from workflow_scripts.core.settings import Train
@@ -17,13 +17,7 @@ SETTINGS = {"batch_size": 4, "steps": 4, "lr": 1e-3, "max_seq_length": 16}
 
 @pytest.fixture(scope="module")
 def triples(tmp_path_factory):
-    words = ["array", "frame", "tensor", "index", "merge", "sparse", "solve", "plot"]
-    rows = [{"query": f"how to {a} a {b}", "positive": f"{a} the {b} with axis {i}",
-             "negative": f"{b} of {a} number {i}"}
-            for i, (a, b) in enumerate((a, b) for a in words for b in words if a != b)]
-    path = tmp_path_factory.mktemp("reports") / "t.parquet"
-    pd.DataFrame(rows[:40]).to_parquet(path)
-    return path
+    return write_triples(tmp_path_factory.mktemp("reports") / "t.parquet")
 
 
 @pytest.mark.workflow
