@@ -50,7 +50,8 @@ def load(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> Data:
     """The claims' inputs; arm_seeds: {arm key: seeds} read at other seeds than the
     recipe's (a look's, claims/looks/run.py)."""
     results, data = Path(results), Data()
-    present: dict[str, list] = {"ladder": []}
+    evals: dict[int, list] = {}  # embedding dimension (0: the full) -> per-query files
+    ladder: list = []
     for study, key in needed(claims):
         files = files_of(results, grid, study, key, arm_seeds)
         gone = [f for f in files if not f.exists()]
@@ -61,22 +62,22 @@ def load(results, grid: Grid, claims: list[Claim], arm_seeds=None) -> Data:
                 data.onsets, data.onset_dist = (contracts.read_stats(f.parent, f.stem)
                                                 for f in files)
         elif study == "biencoder":  # by embedding dimension: each its own arms
-            present.setdefault(("biencoder", key[3] if len(key) > 3 else 0), []).append(files)
-        elif study != "latency":
-            present[study].append(files)
+            evals.setdefault(key[3] if len(key) > 3 else 0, []).extend(files)
+        elif study == "ladder":
+            ladder.extend(files)
         else:
             runs = [contracts.read_latency(f) for f in files[:-1]]
             data.latency_calls = pd.concat(runs, ignore_index=True)
             data.coherence = json.loads(files[-1].read_text(encoding="utf-8"))
             data.latency_dir = files[-1].parent
             data.latency_depths = tuple(int(a["depth"]) for a in grid.latency or ())
-    for (_, dim), found in ((k, v) for k, v in present.items() if k != "ladder"):
-        df = load_evals(list(dict.fromkeys(f for files in found for f in files)))
+    for dim, files in evals.items():
+        df = load_evals(list(dict.fromkeys(files)))
         metrics = {m.metric for c in claims for m in c.members
                    if m.study == "biencoder" and m.dim == dim}
         data.biencoder.update({(metric, dim): build_arms(df, metric) for metric in metrics})
-    if present["ladder"]:
-        rows, _ = collect([f for files in present["ladder"] for f in files])
+    if ladder:
+        rows, _ = collect(ladder)
         for key, grp in rows.groupby(["config", "method", "k"], sort=False):
             data.ladder[(key[0], key[1], int(key[2]))] = scores(grp)
     return data

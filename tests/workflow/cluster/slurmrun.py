@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 from conftest import snakemake  # tests/ is on sys.path: pytest's conftest dir, or the bench's
 
-from workflow_scripts.core import contracts
+from workflow_scripts.core import contracts, paths
 
 ROOT = Path(__file__).resolve().parents[3]
 PARTITION = "local"  # up.sh's partition
@@ -26,11 +26,8 @@ PARTITION = "local"  # up.sh's partition
 SLURM_RULES = ("train", "evaluate_trained", "evaluate_base", "evaluate_base_one_pass",
                "evaluate_train_once", "evaluate_steps", "evaluate_steps_train_once",
                "evaluate_truncated", "evaluate_truncated_one_pass", "latency_run")
-# The fine-tuned-then-truncated arm of each layer-dropping strategy (a recipe's deepest
-# per-depth model cut to the shallower depths; no training of its own).
 # An evaluation's files: its per-query file, its TREC run and the run's sidecar.
-EVAL_SUFFIXES = (".parquet", ".run.gz", ".run.json")
-TRUNCATED = {"top": "truncated", "bottom": "truncatedbottom", "alternate": "truncatedalternate"}
+EVAL_SUFFIXES = (".parquet", *paths.RUN_SUFFIXES)
 
 
 def cluster_problem() -> str | None:
@@ -206,8 +203,8 @@ def truncated_models(cfg: dict) -> list[tuple]:
     `truncated` key (on by default), where the grid has a shallower depth to cut to."""
     if len(set(cfg["depths"])) < 2:
         return []
-    return [(r, TRUNCATED[s], seed) for r, spec in cfg["recipes"].items()
-            if spec.get("truncated", True) for s in cfg["strategies"] if s in TRUNCATED
+    return [(r, contracts.TRUNCATED[s], seed) for r, spec in cfg["recipes"].items()
+            if spec.get("truncated", True) for s in cfg["strategies"] if s in contracts.TRUNCATED
             for seed in spec["seeds"]]
 
 
